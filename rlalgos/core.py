@@ -1,0 +1,347 @@
+"""The maths every algorithm shares: pure functions of tensors.
+
+No model, no I/O, no global state. Shapes follow one convention:
+
+* ``B`` answers (completions) in the batch, ``T`` completion tokens, ``V`` vocabulary.
+* ``mask`` is a float (or bool) tensor of shape ``(B, T)``: 1 on real completion
+  tokens (up to and including EOS), 0 on padding.
+* Losses return ``(loss, metrics)`` where ``loss`` is a scalar tensor and
+  ``metrics`` a dict of Python floats, in the style of verl's ``core_algos.py``.
+
+Reference points (see ``design.md``): verl ``core_algos.py`` and TRL ``GRPOTrainer``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+# --------------------------------------------------------------------------- #
+# Log-probabilities and entropy
+# --------------------------------------------------------------------------- #
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Log-probability of each chosen token under ``softmax(logits / temperature)``.
+
+    Computed as ``logit[token] - logsumexp(logits)``, so no full-vocabulary
+    ``log_softmax`` copy of shape ``(B, T, V)`` is made.
+
+    logits: (B, T, V) next-token logits aligned with ``tokens``
+    tokens: (B, T) token ids
+    returns: (B, T)
+    """
+    logits = logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    picked = torch.gather(logits, -1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return picked - torch.logsumexp(logits, dim=-1)  # (B, T)
+
+
+def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Entropy of the full next-token distribution at every position.
+
+    ``H = logsumexp(z) - sum_v softmax(z)_v * z_v`` with ``z = logits / temperature``.
+
+    logits: (B, T, V)
+    returns: (B, T)
+    """
+    z = logits.float()
+    if temperature != 1.0:
+        z = z / temperature
+    p = torch.softmax(z, dim=-1)  # (B, T, V)
+    return torch.logsumexp(z, dim=-1) - (p * z).sum(-1)  # (B, T)
+
+
+# --------------------------------------------------------------------------- #
+# Masked reductions
+# --------------------------------------------------------------------------- #
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
+    """Sum of ``x`` where ``mask`` is 1. x, mask: (B, T)."""
+    x = x * mask
+    return x.sum() if dim is None else x.sum(dim)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
+    """Mean of ``x`` over positions where ``mask`` is 1 (0 if the mask is empty).
+
+    x, mask: (B, T); returns a scalar, or (B,) with ``dim=-1``.
+    """
+    mask = mask.to(x.dtype)
+    return masked_sum(x, mask, dim) / mask.sum(dim).clamp(min=1.0)
+
+
+def masked_var(x: torch.Tensor, mask: torch.Tensor, unbiased: bool = True) -> torch.Tensor:
+    """Variance of the masked entries of ``x`` (scalar). x, mask: (B, T)."""
+    mask = mask.to(x.dtype)
+    mean = masked_mean(x, mask)
+    n = mask.sum()
+    var = masked_sum((x - mean) ** 2, mask) / n.clamp(min=1.0)
+    if unbiased and n > 1:
+        var = var * n / (n - 1)
+    return var
+
+
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, eps: float = 1e-8) -> torch.Tensor:
+    """Normalise the masked entries of ``x`` to zero mean, unit variance (PPO's advantage whitening).
+
+    x, mask: (B, T); returns (B, T) with padding positions left as they come out
+    (multiply by the mask downstream).
+    """
+    mean, var = masked_mean(x, mask), masked_var(x, mask)
+    out = (x - mean) * torch.rsqrt(var + eps)
+    return out if shift_mean else out + mean
+
+
+# --------------------------------------------------------------------------- #
+# Advantages
+# --------------------------------------------------------------------------- #
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "std", eps: float = 1e-6) -> torch.Tensor:
+    """GRPO's group-relative advantage, one number per answer.
+
+    ``A_i = (r_i - mean_group) / (std_group + eps)`` with the unbiased (N-1) std and
+    eps outside the square root, as in verl (eps 1e-6) and TRL (eps 1e-4).
+    ``scale="none"`` is Dr. GRPO: mean-centred only.
+
+    rewards: (B,) ordered so that each run of ``group_size`` answers shares a prompt
+    returns: (B,)
+    """
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}; pass B = prompts x group_size")
+    r = rewards.float().view(-1, group_size)  # (P, G)
+    centred = r - r.mean(dim=1, keepdim=True)  # (P, G)
+    if scale == "std":
+        std = r.std(dim=1, keepdim=True, unbiased=True) if group_size > 1 else torch.zeros_like(r[:, :1])
+        centred = centred / (std + eps)
+    elif scale != "none":
+        raise ValueError(f"unknown advantage scale {scale!r}; use 'std' or 'none'")
+    return centred.view(-1)
+
+
+def leave_one_out_baseline(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Mean reward of the *other* answers in the same group (RLOO's baseline).
+
+    rewards: (B,) grouped as in :func:`group_advantages`; returns (B,).
+    """
+    if group_size < 2:
+        raise ValueError("a leave-one-out baseline needs group_size >= 2")
+    r = rewards.float().view(-1, group_size)  # (P, G)
+    return ((r.sum(dim=1, keepdim=True) - r) / (group_size - 1)).view(-1)
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 0.95):
+    """Generalised advantage estimation over completion tokens.
+
+    ``delta_t = r_t + gamma * V_{t+1} - V_t``; ``A_t = delta_t + gamma * lam * A_{t+1}``,
+    with ``V`` after the last real token taken as 0 (no bootstrap past EOS or
+    truncation). Padding positions get advantage and return 0.
+
+    rewards: (B, T) per-token rewards (score on the last real token, KL penalty on all)
+    values:  (B, T) critic values V(s_t)
+    mask:    (B, T)
+    returns: (advantages, returns), each (B, T); returns = advantages + values
+    """
+    mask = mask.to(values.dtype)
+    B, T = rewards.shape
+    adv = torch.zeros_like(values)
+    next_value = torch.zeros(B, dtype=values.dtype, device=values.device)  # V_{t+1}
+    next_adv = torch.zeros(B, dtype=values.dtype, device=values.device)  # A_{t+1}
+    for t in reversed(range(T)):
+        m = mask[:, t]
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        a = delta + gamma * lam * next_adv
+        adv[:, t] = a * m
+        # padding positions pass nothing backwards
+        next_value = values[:, t] * m
+        next_adv = a * m
+    returns = (adv + values) * mask
+    return adv, returns
+
+
+# --------------------------------------------------------------------------- #
+# KL to the reference policy
+# --------------------------------------------------------------------------- #
+
+
+def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
+    """Per-token estimate of KL(pi || pi_ref) from samples of pi.
+
+    With ``d = ref_logp - logp`` (Schulman's estimators, as in verl):
+
+    * ``k1 = -d``                  unbiased, high variance, can be negative
+    * ``k2 = d**2 / 2``            biased, low variance
+    * ``k3 = exp(d) - d - 1``      unbiased and always >= 0 (GRPO's choice)
+
+    ``d`` is clamped to [-20, 20] and k3 to [-10, 10] as verl does.
+
+    logp, ref_logp: (B, T); returns (B, T)
+    """
+    d = (ref_logp - logp).clamp(-20.0, 20.0)
+    if kind == "k1":
+        return -d
+    if kind == "k2":
+        return 0.5 * d**2
+    if kind == "k3":
+        return (torch.exp(d) - d - 1.0).clamp(-10.0, 10.0)
+    raise ValueError(f"unknown KL estimator {kind!r}; use 'k1', 'k2' or 'k3'")
+
+
+# --------------------------------------------------------------------------- #
+# Loss aggregation
+# --------------------------------------------------------------------------- #
+
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
+def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", max_len: int | None = None) -> torch.Tensor:
+    """Reduce a per-token loss matrix to a scalar.
+
+    * ``token-mean``: ``sum(l*m) / sum(m)``: every token in the batch weighs the
+      same (DAPO); long answers carry more weight than short ones.
+    * ``seq-mean-token-mean``: mean over answers of ``sum_t(l*m) / n_i``: every
+      answer weighs the same (GRPO); a token of a long answer counts less.
+    * ``seq-mean-token-sum-norm``: ``sum(l*m) / (B * L_max)`` (Dr. GRPO): a
+      constant normaliser, so no length bias either way. ``L_max`` defaults to T.
+
+    loss_mat, mask: (B, T); returns a scalar
+    """
+    mask = mask.to(loss_mat.dtype)
+    if mode == "token-mean":
+        return masked_sum(loss_mat, mask) / mask.sum().clamp(min=1.0)
+    if mode == "seq-mean-token-mean":
+        per_seq = masked_sum(loss_mat, mask, dim=-1) / mask.sum(-1).clamp(min=1.0)  # (B,)
+        return per_seq.mean()
+    if mode == "seq-mean-token-sum-norm":
+        L = loss_mat.shape[-1] if max_len is None else max_len
+        return masked_sum(loss_mat, mask) / (loss_mat.shape[0] * L)
+    raise ValueError(f"unknown loss aggregation {mode!r}; use one of {', '.join(LOSS_AGG_MODES)}")
+
+
+# --------------------------------------------------------------------------- #
+# Policy and value losses
+# --------------------------------------------------------------------------- #
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float | None = 0.2,
+    clip_high: float | None = 0.2,
+    agg: str = "token-mean",
+):
+    """The (clipped) surrogate policy loss.
+
+    ``ratio = exp(logp - old_logp)``; per token
+    ``l = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``.
+    With ``clip_low = clip_high = None`` there is no clipping and
+    ``l = -A * ratio``, whose gradient at ``old_logp = logp.detach()`` is
+    REINFORCE's ``-A * grad log pi``.
+
+    logp, old_logp: (B, T) token log-probs now and at sampling time
+    advantages:     (B, T) (or (B, 1), broadcast over tokens)
+    mask:           (B, T)
+    returns: (loss, metrics) with ``clip_frac`` (share of valid tokens where the
+    clipped term is the larger, i.e. the gradient is cut), ``clip_frac_low``
+    (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high)
+    and ``approx_kl`` (k3 estimate of KL(old || new) over valid tokens).
+    """
+    mask = mask.to(logp.dtype)
+    advantages = advantages.expand_as(logp)
+    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    unclipped = -advantages * ratio  # (B, T)
+    if clip_low is None and clip_high is None:
+        loss_mat = unclipped
+        clipped_mask = torch.zeros_like(ratio, dtype=torch.bool)
+        low = high = clipped_mask
+    else:
+        lo = 1.0 - (clip_low if clip_low is not None else float("inf"))
+        hi = 1.0 + (clip_high if clip_high is not None else float("inf"))
+        clipped = -advantages * ratio.clamp(lo, hi)  # (B, T)
+        loss_mat = torch.maximum(unclipped, clipped)
+        clipped_mask = clipped > unclipped
+        low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
+        high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
+    loss = aggregate_loss(loss_mat, mask, agg)
+    with torch.no_grad():
+        metrics = {
+            "clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item(),
+            "clip_frac_low": masked_mean(low.to(mask.dtype), mask).item(),
+            "clip_frac_high": masked_mean(high.to(mask.dtype), mask).item(),
+            "approx_kl": masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask).item(),
+            "ratio_mean": masked_mean(ratio, mask).item(),
+        }
+    return loss, metrics
+
+
+def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean"):
+    """PPO's clipped value loss.
+
+    ``v_clip = old_values + clip(values - old_values, -clip, clip)``;
+    per token ``0.5 * max((values - R)^2, (v_clip - R)^2)``.
+
+    values, old_values, returns, mask: (B, T)
+    returns: (loss, metrics) with ``value_clip_frac``
+    """
+    mask = mask.to(values.dtype)
+    err = (values - returns) ** 2
+    if clip is None:
+        loss_mat = 0.5 * err
+        clipped_mask = torch.zeros_like(err, dtype=torch.bool)
+    else:
+        v_clip = old_values + (values - old_values).clamp(-clip, clip)
+        err_clip = (v_clip - returns) ** 2
+        loss_mat = 0.5 * torch.maximum(err, err_clip)
+        clipped_mask = err_clip > err
+    loss = aggregate_loss(loss_mat, mask, agg)
+    return loss, {"value_clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item()}
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """``1 - Var(R - V) / Var(R)`` over valid tokens: 1 is a perfect critic, 0 no better
+    than a constant, negative worse. values, returns, mask: (B, T)."""
+    var_r = masked_var(returns, mask)
+    if var_r.item() == 0:
+        return float("nan")
+    return (1.0 - masked_var(returns - values, mask) / var_r).item()
+
+
+# --------------------------------------------------------------------------- #
+# Length shaping
+# --------------------------------------------------------------------------- #
+
+
+def overlong_penalty(lengths: torch.Tensor, max_len: int, buffer: int) -> torch.Tensor:
+    """DAPO's soft overlong punishment, one number per answer.
+
+    0 if ``|y| <= L_max - L_c``; ``(L_max - L_c - |y|) / L_c`` inside the buffer;
+    -1 beyond ``L_max``.
+
+    lengths: (B,) completion lengths in tokens; returns (B,) floats in [-1, 0]
+    """
+    if buffer <= 0 or buffer > max_len:
+        raise ValueError(f"overlong buffer must be in 1..max_len ({max_len}), got {buffer}")
+    lengths = lengths.float()
+    start = max_len - buffer
+    pen = (start - lengths) / buffer
+    pen = torch.where(lengths <= start, torch.zeros_like(pen), pen)
+    return torch.where(lengths > max_len, torch.full_like(pen, -1.0), pen)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples of which ``c`` are correct (Chen et al. 2021):
+    ``1 - C(n-c, k) / C(n, k)``."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per prompt, got {n}")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod

@@ -1,0 +1,111 @@
+"""The tiny model: a character tokenizer, a small Llama config, and one loader for
+the shipped checkpoint or any Hugging Face causal LM."""
+
+from __future__ import annotations
+
+import copy
+import string
+from pathlib import Path
+
+import torch
+from torch import nn
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from .tasks import DATA_DIR
+
+BASE_MODEL_DIR = DATA_DIR / "base_model"
+"""Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
+
+SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
+CHARS = string.digits + string.ascii_letters + string.punctuation + " \n"
+
+
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level tokenizer: one token per printable ASCII character.
+
+    It is a real ``PreTrainedTokenizerFast``: ``save_pretrained`` writes it next to
+    the model and ``AutoTokenizer.from_pretrained`` loads it back. Encoding adds
+    ``<bos>`` in front; decoding joins characters with nothing in between.
+    """
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS.values())}
+    for ch in CHARS:
+        vocab.setdefault(ch, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
+    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, clean_up_tokenization_spaces=False, padding_side="left", **SPECIAL_TOKENS)
+    fast.model_max_length = 256
+    return fast
+
+
+def tiny_config(tokenizer, hidden: int = 128, layers: int = 4, heads: int = 4, intermediate: int = 384, max_positions: int = 128) -> LlamaConfig:
+    """A Llama-style config of about 0.86M parameters at the defaults."""
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+def tiny_model(tokenizer, seed: int = 0, **config_kwargs) -> LlamaForCausalLM:
+    """A freshly initialised tiny model (deterministic for a given seed)."""
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(tiny_config(tokenizer, **config_kwargs))
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"`` is CUDA when present, else CPU."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: torch.dtype | None = None):
+    """Load a causal LM and its tokenizer: the shipped base model by default, or
+    any Hugging Face model by hub name or local path.
+
+    ``device="auto"`` picks CUDA when present (bf16 there) and CPU in fp32
+    otherwise. Returns ``(model, tokenizer)``; the tokenizer pads on the left (for
+    batched generation) and has a pad token (EOS if the model has none).
+    """
+    path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
+    if name_or_path is None and not (path / "config.json").exists():
+        raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
+    src = str(path) if path.exists() else str(name_or_path)
+    dev = resolve_device(device)
+    if dtype is None:
+        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(src)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
+    except OSError as e:
+        raise FileNotFoundError(f"cannot load a model from {src!r}: {str(e).splitlines()[0]}") from None
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.to(dev), tokenizer
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """A frozen copy in eval mode (the reference policy)."""
+    ref = copy.deepcopy(model).eval()
+    ref.requires_grad_(False)
+    return ref
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

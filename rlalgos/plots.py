@@ -1,0 +1,127 @@
+"""Side-by-side curves from metric tables (one DataFrame per run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .train import load_metrics
+
+DEFAULT_KEYS = ("reward_mean", "eval_accuracy", "entropy", "kl")
+TITLES = {
+    "reward_mean": "train reward",
+    "accuracy": "train accuracy",
+    "eval_accuracy": "eval accuracy (sampled pass@1)",
+    "eval_greedy_accuracy": "eval accuracy (greedy)",
+    "entropy": "entropy (nats / token)",
+    "kl": "KL to reference (k3)",
+    "completion_len": "completion length (tokens)",
+    "clip_frac": "clip fraction",
+    "zero_std_frac": "zero-variance groups",
+    "truncated_frac": "truncated completions",
+    "eval_scratchpad_frac": "eval: share using the scratchpad",
+}
+
+
+def run_label(df: pd.DataFrame) -> str:
+    """The algorithm name from the run folder's config.json, else the folder name."""
+    run_dir = Path(df.attrs.get("run_dir", "run"))
+    cfg = run_dir / "config.json"
+    if cfg.exists():
+        return json.loads(cfg.read_text())["train"]["algo"]
+    return run_dir.name
+
+
+def group_runs(runs: Sequence[pd.DataFrame | str | Path]) -> dict[str, list[pd.DataFrame]]:
+    """Runs (DataFrames or run folders) grouped by label: seeds of one algorithm together."""
+    groups: dict[str, list[pd.DataFrame]] = {}
+    for r in runs:
+        df = r if isinstance(r, pd.DataFrame) else load_metrics(r)
+        groups.setdefault(run_label(df), []).append(df)
+    return groups
+
+
+def _curve(dfs: list[pd.DataFrame], key: str, smooth: int):
+    """Mean and spread across seeds of one metric, on the steps where it was logged."""
+    series = []
+    for df in dfs:
+        if key not in df:
+            continue
+        s = df[["step", key]].dropna().set_index("step")[key].astype(float)
+        if smooth > 1 and not key.startswith("eval"):
+            s = s.rolling(smooth, min_periods=1).mean()
+        series.append(s)
+    if not series:
+        return None
+    table = pd.concat(series, axis=1)
+    return table.index.values, table.mean(axis=1).values, table.min(axis=1).values, table.max(axis=1).values
+
+
+def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[str] = DEFAULT_KEYS, smooth: int = 5, ncols: int | None = None, title: str | None = None):
+    """One panel per metric, one line per group (mean across its seeds) with a
+    band from the lowest to the highest seed. Train metrics are smoothed with a
+    rolling mean of ``smooth`` steps; eval metrics are drawn as logged.
+
+    runs: ``{label: [df, ...]}``, or a list of DataFrames / run folders (grouped by algorithm)
+    Returns the matplotlib Figure.
+    """
+    groups = dict(runs) if isinstance(runs, Mapping) else group_runs(runs)
+    ncols = ncols or min(len(keys), 4)
+    nrows = int(np.ceil(len(keys) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, key in zip(axes.flat, keys):
+        for i, (label, dfs) in enumerate(groups.items()):
+            c = _curve(dfs, key, smooth)
+            if c is None:
+                continue
+            x, mean, lo, hi = c
+            style = dict(marker="o", ms=3) if key.startswith("eval") else {}
+            ax.plot(x, mean, color=colors[i % len(colors)], label=f"{label} (n={len(dfs)})" if len(dfs) > 1 else label, **style)
+            if len(dfs) > 1:
+                ax.fill_between(x, lo, hi, color=colors[i % len(colors)], alpha=0.2)
+        ax.set_title(TITLES.get(key, key), fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False)
+    if title:
+        fig.suptitle(title, y=1.05)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+def summary_table(runs: Mapping[str, list[pd.DataFrame]] | Sequence) -> pd.DataFrame:
+    """Per group: eval accuracy before/after, final entropy/KL/length, steps and time (mean over seeds)."""
+    groups = dict(runs) if isinstance(runs, Mapping) else group_runs(runs)
+    out = []
+    for label, dfs in groups.items():
+        recs = []
+        for df in dfs:
+            ev = df.dropna(subset=["eval_accuracy"]) if "eval_accuracy" in df else df.iloc[:0]
+            train = df[df["step"] > 0]
+            last = train.tail(5)
+            recs.append({
+                "eval_acc_start": ev["eval_accuracy"].iloc[0] if len(ev) else np.nan,
+                "eval_acc_end": ev["eval_accuracy"].iloc[-1] if len(ev) else np.nan,
+                "greedy_start": ev["eval_greedy_accuracy"].iloc[0] if "eval_greedy_accuracy" in ev and len(ev) else np.nan,
+                "greedy_end": ev["eval_greedy_accuracy"].iloc[-1] if "eval_greedy_accuracy" in ev and len(ev) else np.nan,
+                "steps": int(train["step"].max()) if len(train) else 0,
+                "seconds": train["step_seconds"].sum() if "step_seconds" in train else np.nan,
+                "entropy_end": last["entropy"].mean() if "entropy" in last else np.nan,
+                "kl_end": last["kl"].mean() if "kl" in last else np.nan,
+                "len_end": last["completion_len"].mean() if "completion_len" in last else np.nan,
+            })
+        row = pd.DataFrame(recs).mean().to_dict()
+        row["algo"], row["seeds"] = label, len(dfs)
+        out.append(row)
+    cols = ["algo", "seeds", "eval_acc_start", "eval_acc_end", "greedy_start", "greedy_end", "steps", "seconds", "entropy_end", "kl_end", "len_end"]
+    return pd.DataFrame(out)[cols].set_index("algo")

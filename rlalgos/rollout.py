@@ -1,0 +1,313 @@
+"""Sampling: turn (policy, prompts, G, sampling settings) into one :class:`Rollout`.
+
+The rollout never knows which algorithm will consume it. It records everything
+any of them needs: token ids and masks, truncation flags, the log-probs the
+sampling policy gave its own tokens, the reference model's log-probs, and the
+rewards with their per-function breakdown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from transformers import GenerationConfig
+
+from . import core
+from .tasks import RewardSet
+
+
+@dataclass
+class Rollout:
+    """One batch of ``N = prompts x G`` sampled completions, grouped by prompt.
+
+    Rows ``g*G .. g*G+G-1`` share prompt ``g``. Prompts are left-padded,
+    completions right-padded, so ``cat(prompt_ids, completion_ids)`` is the full
+    sequence with the completion's first token at column ``P``.
+    """
+
+    prompts: list[str]  # (N,) prompt text, repeated for each of its G completions
+    completions: list[str]  # (N,) decoded completion text (special tokens removed)
+    rows: list[dict]  # (N,) the task rows (answers and other reward columns)
+    prompt_ids: torch.Tensor  # (N, P) left-padded
+    prompt_mask: torch.Tensor  # (N, P) 1 on real prompt tokens
+    completion_ids: torch.Tensor  # (N, T) right-padded
+    completion_mask: torch.Tensor  # (N, T) float, 1 up to and including EOS
+    truncated: torch.Tensor  # (N,) bool: no EOS within max_new_tokens
+    old_logprobs: torch.Tensor | None  # (N, T) log-probs under the sampling policy
+    ref_logprobs: torch.Tensor | None  # (N, T) log-probs under the reference model
+    rewards: torch.Tensor  # (N,) weighted total reward
+    reward_parts: dict[str, torch.Tensor]  # name -> (N,) each reward function's raw value
+    group_index: torch.Tensor  # (N,) long, which prompt of this batch each row answers
+    group_size: int
+    temperature: float = 1.0
+    correct_key: str = "correct"
+    extras: dict = field(default_factory=dict)  # algorithm-owned per-row tensors (e.g. values)
+
+    def __len__(self) -> int:
+        return self.completion_ids.shape[0]
+
+    @property
+    def num_groups(self) -> int:
+        return len(self) // self.group_size
+
+    @property
+    def input_ids(self) -> torch.Tensor:  # (N, P + T)
+        return torch.cat([self.prompt_ids, self.completion_ids], dim=1)
+
+    @property
+    def attention_mask(self) -> torch.Tensor:  # (N, P + T)
+        return torch.cat([self.prompt_mask, self.completion_mask.to(self.prompt_mask.dtype)], dim=1)
+
+    @property
+    def lengths(self) -> torch.Tensor:  # (N,) completion lengths in tokens (incl. EOS)
+        return self.completion_mask.sum(-1)
+
+    @property
+    def correct(self) -> torch.Tensor:  # (N,) 1.0 where the answer is right
+        return self.reward_parts[self.correct_key]
+
+    def select(self, idx: torch.Tensor | Sequence[int]) -> "Rollout":
+        """The rows ``idx`` as a new Rollout (minibatches, filtered groups).
+        ``group_size`` is kept; select whole groups if you need grouping."""
+        idx = torch.as_tensor(idx, dtype=torch.long)
+        il = idx.tolist()
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, torch.Tensor):
+                out[f.name] = v[idx]
+            elif isinstance(v, list):
+                out[f.name] = [v[i] for i in il]
+            elif isinstance(v, dict):  # per-row tensors are indexed, anything else is shared
+                out[f.name] = {k: t[idx] if isinstance(t, torch.Tensor) and t.dim() and t.shape[0] == len(self) else t for k, t in v.items()}
+            else:
+                out[f.name] = v
+        return Rollout(**out)
+
+    @staticmethod
+    def concat(parts: Sequence["Rollout"]) -> "Rollout":
+        """Join rollouts (e.g. the extra rounds of dynamic sampling), re-padding to
+        the longest prompt (left) and completion (right) and renumbering groups."""
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1:
+            return parts[0]
+        P = max(p.prompt_ids.shape[1] for p in parts)
+        T = max(p.completion_ids.shape[1] for p in parts)
+        pad_id = int(parts[0].extras.get("pad_token_id", 0))
+
+        def cat(name, width, left, value):
+            ts = [getattr(p, name) for p in parts]
+            if ts[0] is None:
+                return None
+            padded = [F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in ts]
+            return torch.cat(padded)
+
+        offset, groups = 0, []
+        for p in parts:
+            groups.append(p.group_index - p.group_index.min() + offset if len(p) else p.group_index)
+            offset = int(groups[-1].max()) + 1
+        return Rollout(
+            prompts=sum((p.prompts for p in parts), []),
+            completions=sum((p.completions for p in parts), []),
+            rows=sum((p.rows for p in parts), []),
+            prompt_ids=cat("prompt_ids", P, True, pad_id),
+            prompt_mask=cat("prompt_mask", P, True, 0),
+            completion_ids=cat("completion_ids", T, False, pad_id),
+            completion_mask=cat("completion_mask", T, False, 0),
+            truncated=torch.cat([p.truncated for p in parts]),
+            old_logprobs=cat("old_logprobs", T, False, 0.0),
+            ref_logprobs=cat("ref_logprobs", T, False, 0.0),
+            rewards=torch.cat([p.rewards for p in parts]),
+            reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
+            group_index=torch.cat(groups),
+            group_size=parts[0].group_size,
+            temperature=parts[0].temperature,
+            correct_key=parts[0].correct_key,
+            extras={k: v for k, v in parts[0].extras.items() if not isinstance(v, torch.Tensor)},
+        )
+
+    def with_rewards(self, rewards: torch.Tensor) -> "Rollout":
+        return replace(self, rewards=rewards)
+
+    def group_std(self) -> torch.Tensor:
+        """(N / G,) standard deviation of the reward inside each group."""
+        return self.rewards.view(-1, self.group_size).std(dim=1, unbiased=False)
+
+    def stats(self) -> dict:
+        """The metrics a rollout gives before any update (see the metric vocabulary)."""
+        stats = {
+            "reward_mean": self.rewards.mean().item(),
+            "reward_std": self.rewards.std().item() if len(self) > 1 else 0.0,
+            "accuracy": self.correct.mean().item(),
+            "completion_len": self.lengths.mean().item(),
+            "truncated_frac": self.truncated.float().mean().item(),
+            "zero_std_frac": (self.group_std() == 0).float().mean().item(),
+        }
+        for k, v in self.reward_parts.items():
+            stats[f"reward/{k}"] = v.mean().item()
+        return stats
+
+
+@dataclass
+class SamplingConfig:
+    """How completions are sampled."""
+
+    max_new_tokens: int = 48
+    """Longest completion; one that has not emitted EOS by then is *truncated*."""
+    temperature: float = 1.0
+    """Softmax temperature; log-probs are taken under the same temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
+    batch_size: int = 512
+    """Sequences per ``generate`` call (lower it for big models)."""
+
+
+def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]):
+    """Mask up to and including the first EOS, and which rows never emit one.
+
+    completion_ids: (N, T); returns (mask (N, T) float, truncated (N,) bool)
+    """
+    eos_ids = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id])
+    is_eos = torch.isin(completion_ids, eos_ids.to(completion_ids.device))  # (N, T)
+    has_eos = is_eos.any(dim=1)  # (N,)
+    T = completion_ids.shape[1]
+    first = torch.where(has_eos, is_eos.int().argmax(dim=1), torch.full_like(has_eos, T, dtype=torch.long))  # (N,)
+    pos = torch.arange(T, device=completion_ids.device).unsqueeze(0)  # (1, T)
+    mask = (pos <= first.unsqueeze(1)) & (pos < T)
+    return mask.float(), ~has_eos
+
+
+def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, with_hidden: bool = False, entropy_grad: bool = False):
+    """Run ``model`` on prompt + completion and return the log-prob of each completion token.
+
+    Position ids are counted from the first real (non-pad) token, exactly as
+    ``generate`` does for left-padded prompts, so the numbers match what the
+    sampler saw. Only the last ``T + 1`` positions go through the LM head.
+
+    prompt_ids, prompt_mask: (N, P); completion_ids, completion_mask: (N, T)
+    returns: dict with ``logprobs`` (N, T), and ``entropy`` (N, T; detached unless
+    ``entropy_grad``) if asked,
+    ``hidden`` (N, T, H) last-layer states at the positions that predict each
+    completion token if asked (what a value head reads).
+    """
+    T = completion_ids.shape[1]
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
+    attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)  # (N, P+T)
+    position_ids = (attn.long().cumsum(-1) - 1).clamp(min=0)  # (N, P+T)
+    out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, output_hidden_states=with_hidden, use_cache=False)
+    logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
+    res = {"logprobs": core.token_logprobs(logits, completion_ids, temperature)}
+    if with_entropy or entropy_grad:
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            res["entropy"] = core.entropy_from_logits(logits if entropy_grad else logits.detach(), temperature)
+    if with_hidden:
+        res["hidden"] = out.hidden_states[-1][:, -T - 1 : -1]  # (N, T, H)
+    return res
+
+
+@torch.no_grad()
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512) -> torch.Tensor:
+    """:func:`forward_logprobs` over a whole rollout in chunks, without grad. Returns (N, T)."""
+    was_training = model.training
+    model.eval()
+    outs = []
+    for i in range(0, len(ro), batch_size):
+        s = slice(i, i + batch_size)
+        outs.append(forward_logprobs(model, ro.prompt_ids[s], ro.prompt_mask[s], ro.completion_ids[s], ro.completion_mask[s], ro.temperature)["logprobs"])
+    model.train(was_training)
+    return torch.cat(outs)
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False):
+    """Batched ``generate`` with the KV cache. Returns (prompt_ids, prompt_mask, completion_ids)
+    with prompts left-padded and completions right-padded with the pad token."""
+    device = next(model.parameters()).device
+    gen_cfg = GenerationConfig(
+        do_sample=not greedy,
+        temperature=None if greedy else sampling.temperature,
+        top_p=None if greedy else sampling.top_p,
+        top_k=None if greedy else 0,
+        max_new_tokens=sampling.max_new_tokens,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    was_training = model.training
+    model.eval()
+    chunks = []
+    for i in range(0, len(prompts), sampling.batch_size):
+        enc = tokenizer(list(prompts[i : i + sampling.batch_size]), return_tensors="pt", padding=True).to(device)
+        out = model.generate(**enc, generation_config=gen_cfg)
+        P = enc["input_ids"].shape[1]
+        chunks.append((enc["input_ids"], enc["attention_mask"], out[:, P:]))
+    model.train(was_training)
+    pad = tokenizer.pad_token_id
+
+    def cat(k, left):
+        width = max(c[k].shape[1] for c in chunks)
+        return torch.cat([F.pad(c[k], (width - c[k].shape[1], 0) if left else (0, width - c[k].shape[1]), value=pad if k != 1 else 0) for c in chunks])
+
+    return cat(0, True), cat(1, True), cat(2, False)
+
+
+def rollout(
+    policy,
+    tokenizer,
+    rows: Sequence[dict],
+    group_size: int,
+    rewards: RewardSet,
+    sampling: SamplingConfig | None = None,
+    ref_model=None,
+    old_logprobs: bool = True,
+    correct_key: str = "correct",
+    greedy: bool = False,
+) -> Rollout:
+    """Sample ``group_size`` completions for every row and score them.
+
+    rows: task rows (each with ``prompt`` and the reward columns such as ``answer``)
+    old_logprobs: record the sampling policy's log-probs (algorithms that update
+        more than once per rollout need them; one forward pass without grad).
+    ref_model: if given, also record its log-probs (for KL).
+    """
+    sampling = sampling or SamplingConfig()
+    rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent
+    prompts = [r["prompt"] for r in rows]
+    prompt_ids, prompt_mask, completion_ids = generate(policy, tokenizer, prompts, sampling, greedy=greedy)
+    eos = tokenizer.eos_token_id
+    mask, truncated = completion_mask_from_ids(completion_ids, eos)
+    # drop all-padding columns (every sequence ended earlier)
+    T = max(int(mask.sum(-1).max().item()), 1)
+    completion_ids, mask = completion_ids[:, :T], mask[:, :T]
+    completion_ids = torch.where(mask.bool(), completion_ids, torch.full_like(completion_ids, tokenizer.pad_token_id))
+    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
+    total, parts = rewards(prompts, texts, columns)
+    device = completion_ids.device
+    ro = Rollout(
+        prompts=prompts,
+        completions=texts,
+        rows=list(rows),
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids,
+        completion_mask=mask,
+        truncated=truncated,
+        old_logprobs=None,
+        ref_logprobs=None,
+        rewards=torch.tensor(total, dtype=torch.float32, device=device),
+        reward_parts={k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in parts.items()},
+        group_index=torch.arange(len(rows) // group_size, device=device).repeat_interleave(group_size),
+        group_size=group_size,
+        temperature=sampling.temperature,
+        correct_key=correct_key,
+        extras={"pad_token_id": tokenizer.pad_token_id},
+    )
+    if old_logprobs:
+        ro.old_logprobs = batched_logprobs(policy, ro, sampling.batch_size)
+    if ref_model is not None:
+        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.batch_size)
+    return ro

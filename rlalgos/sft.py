@@ -1,0 +1,132 @@
+"""Supervised warm start: the base model RL starts from.
+
+RL can only sharpen what the base model already does sometimes. A model trained
+only on scratchpad answers makes random slips that share no pattern, and RL on it
+barely moves (measured: 50% -> 51% sampled accuracy in 125 GRPO steps). So the
+base model here learns a MIX of two strategies for the same prompt:
+
+* the scratchpad (``46+76=122;122+82=204#204``): reliable, longer;
+* a direct answer (``#204``): short, and unreliable for a model this small.
+
+RL then has an obvious, shared thing to learn: prefer the strategy that works.
+Completion length grows as it does ("longer reasoning emerges"), entropy falls,
+and groups where every answer is right start to appear.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from .model import BASE_MODEL_DIR, char_tokenizer, count_parameters, resolve_device, tiny_model
+from .rollout import forward_logprobs
+from .tasks import DATA_DIR, addition_task, make_addition_data
+from .train import evaluate
+
+
+@dataclass
+class SFTConfig:
+    """Supervised fine-tuning of the tiny model on the addition task."""
+
+    steps: int = 1000
+    """Optimizer steps."""
+    batch_size: int = 64
+    """Examples per step."""
+    lr: float = 2e-3
+    """Peak AdamW learning rate (linear warmup over 5% of steps, cosine decay to 10%)."""
+    direct_frac: float = 0.3
+    """Share of targets written as a direct answer (``#204``) instead of the scratchpad."""
+    hidden: int = 128
+    """Model width."""
+    layers: int = 4
+    """Transformer blocks."""
+    seed: int = 0
+    """Seeds initialisation, data order and strategy choice."""
+    out_dir: str = str(BASE_MODEL_DIR)
+    """Where to ``save_pretrained`` the model and tokenizer."""
+    data_dir: str = str(DATA_DIR)
+    """Where the task's jsonl splits are (made with a fixed seed if missing)."""
+    eval_prompts: int = 500
+    """Test prompts for the accuracy report."""
+    device: str = "auto"
+    """``auto``, ``cpu`` or ``cuda``."""
+    progress: bool = True
+    """Show a progress bar."""
+
+
+def encode_batch(tokenizer, prompts: list[str], targets: list[str], device):
+    """Left-padded prompts (with BOS) and right-padded targets (with EOS).
+
+    Returns (prompt_ids, prompt_mask, target_ids, target_mask): (B, P), (B, P), (B, T), (B, T).
+    """
+    enc = tokenizer(prompts, return_tensors="pt", padding=True)
+    tgt = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in targets]
+    T = max(map(len, tgt))
+    ids = torch.full((len(tgt), T), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros(len(tgt), T)
+    for i, t in enumerate(tgt):
+        ids[i, : len(t)] = torch.tensor(t)
+        mask[i, : len(t)] = 1.0
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device), ids.to(device), mask.to(device)
+
+
+def sft(cfg: SFTConfig | None = None) -> dict:
+    """Train the tiny model from scratch and save it. Returns a report dict
+    (accuracies, parameters, seconds), also written to ``OUT_DIR/sft_report.json``."""
+    cfg = cfg or SFTConfig()
+    if cfg.steps < 1 or cfg.batch_size < 1 or not cfg.lr > 0 or not 0 <= cfg.direct_frac <= 1:
+        raise ValueError("sft needs steps >= 1, batch_size >= 1, lr > 0 and 0 <= direct_frac <= 1")
+    data_dir = Path(cfg.data_dir)
+    if not (data_dir / "addition_train.jsonl").exists():
+        make_addition_data(data_dir)
+    task = addition_task(data_dir)
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    tokenizer = char_tokenizer()
+    model = tiny_model(tokenizer, seed=cfg.seed, hidden=cfg.hidden, layers=cfg.layers).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+    warm = max(1, cfg.steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, cfg.steps) / cfg.steps))))
+    t0 = time.perf_counter()
+    bar = tqdm(range(cfg.steps), desc="sft", disable=not cfg.progress)
+    model.train()
+    for step in bar:
+        batch = [rng.choice(task.train) for _ in range(cfg.batch_size)]
+        targets = [r["direct"] if rng.random() < cfg.direct_frac else r["target"] for r in batch]
+        p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, [r["prompt"] for r in batch], targets, device)
+        logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (B, T)
+        loss = -(logp * t_mask).sum() / t_mask.sum()  # loss on completion tokens only
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    seconds = time.perf_counter() - t0
+    model.eval()
+    ev = evaluate(model, tokenizer, task, task.test[: cfg.eval_prompts], n_samples=8, seed=cfg.seed)
+    out = Path(cfg.out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    report = {
+        "parameters": count_parameters(model),
+        "train_seconds": round(seconds, 1),
+        "final_loss": round(loss.item(), 4),
+        "greedy_accuracy": ev["eval_greedy_accuracy"],
+        "sampled_accuracy": ev["eval_accuracy"],
+        "pass@8": ev["eval_pass@8"],
+        "scratchpad_frac": ev["eval_scratchpad_frac"],
+        "completion_len": ev["eval_completion_len"],
+        "config": asdict(cfg),
+    }
+    (out / "sft_report.json").write_text(json.dumps(report, indent=2))
+    return report

@@ -1,0 +1,283 @@
+"""Verifiable tasks: prompts, reference answers, and reward functions.
+
+A task is a list of rows (dicts) with at least ``prompt`` and ``answer``. Reward
+functions follow TRL's convention::
+
+    fn(prompts: list[str], completions: list[str], **columns) -> list[float]
+
+where ``columns`` holds every other field of the rows, one list entry per
+completion (so ``answer=[...]``). :class:`RewardSet` combines several with
+weights and reports each on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+# --------------------------------------------------------------------------- #
+# The default task: multi-term addition with a scratchpad
+# --------------------------------------------------------------------------- #
+
+
+def make_addition_problem(rng: random.Random, n_terms: int = 3, max_value: int = 99) -> dict:
+    """One problem: ``46+76+82=`` with the scratchpad target ``46+76=122;122+82=204#204``.
+
+    The scratchpad adds left to right, one partial sum per step separated by
+    ``;``; the final answer follows ``#``. ``direct`` is the no-working form
+    ``#204`` (used to build a base model that RL can visibly improve).
+    """
+    terms = [rng.randint(1, max_value) for _ in range(n_terms)]
+    steps, acc = [], terms[0]
+    for t in terms[1:]:
+        steps.append(f"{acc}+{t}={acc + t}")
+        acc += t
+    return {
+        "prompt": "+".join(map(str, terms)) + "=",
+        "answer": str(acc),
+        "target": ";".join(steps) + f"#{acc}",
+        "direct": f"#{acc}",
+        "n_terms": n_terms,
+    }
+
+
+def make_addition_split(n: int, seed: int, terms: Sequence[int] = (2, 3, 4), max_value: int = 99) -> list[dict]:
+    """``n`` problems, the number of terms drawn uniformly from ``terms`` (the
+    difficulty knob, together with ``max_value``)."""
+    rng = random.Random(seed)
+    return [make_addition_problem(rng, rng.choice(list(terms)), max_value) for _ in range(n)]
+
+
+def write_jsonl(rows: Sequence[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
+    """Read a jsonl file; a bad line or a missing field is a one-line error with its line number."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    rows = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{i}: not valid JSON ({e.msg}); fix or remove that line") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{i}: expected a JSON object per line")
+            missing = [k for k in required if k not in row]
+            if missing:
+                raise ValueError(f"{path}:{i}: missing field(s) {', '.join(missing)}; every row needs {', '.join(required)}")
+            rows.append(row)
+    return rows
+
+
+def make_addition_data(out_dir: str | Path = DATA_DIR, n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> dict:
+    """Write ``addition_train.jsonl`` and ``addition_test.jsonl`` (disjoint prompts)."""
+    out_dir = Path(out_dir)
+    test = make_addition_split(n_test, seed + 1)
+    test_prompts = {r["prompt"] for r in test}
+    train = [r for r in make_addition_split(n_train + n_test, seed) if r["prompt"] not in test_prompts][:n_train]
+    return {"train": write_jsonl(train, out_dir / "addition_train.jsonl"), "test": write_jsonl(test, out_dir / "addition_test.jsonl")}
+
+
+# --------------------------------------------------------------------------- #
+# Answer extraction and reward functions
+# --------------------------------------------------------------------------- #
+
+_SCRATCHPAD = re.compile(r"^(\d+\+\d+=\d+;)*\d+\+\d+=\d+#-?\d+$")
+_DIRECT = re.compile(r"^#-?\d+$")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def extract_hash_answer(completion: str) -> str | None:
+    """The text after the last ``#`` (``####`` in GSM8K), stripped; None if there is none."""
+    if "#" not in completion:
+        return None
+    ans = completion.rsplit("#", 1)[1].strip()
+    return ans or None
+
+
+def normalize_number(text: str | None) -> str | None:
+    """``"1,234.50"`` -> ``"1234.5"``; None if ``text`` holds no number."""
+    if text is None:
+        return None
+    m = _NUMBER.search(text)
+    if not m:
+        return None
+    num = m.group(0).replace(",", "")
+    if "." in num:
+        num = num.rstrip("0").rstrip(".")
+    return num
+
+
+def correctness_reward(prompts, completions, answer, **_) -> list[float]:
+    """1.0 when the number after the last ``#`` equals the reference answer, else 0.0.
+
+    Malformed and empty completions get 0. The number must be the whole answer:
+    ``#204x`` is wrong.
+    """
+    out = []
+    for c, a in zip(completions, answer):
+        got = extract_hash_answer(c)
+        out.append(1.0 if got is not None and re.fullmatch(r"-?\d+", got) and int(got) == int(a) else 0.0)
+    return out
+
+
+def format_reward(prompts, completions, **_) -> list[float]:
+    """1.0 when the completion is a well-formed scratchpad (``a+b=c;...#n``) or a
+    direct answer (``#n``), else 0.0. Says nothing about correctness."""
+    return [1.0 if (_SCRATCHPAD.match(c.strip()) or _DIRECT.match(c.strip())) else 0.0 for c in completions]
+
+
+def uses_scratchpad(completions: Sequence[str]) -> list[bool]:
+    """Whether each completion shows its working (vs a direct ``#n`` answer)."""
+    return [bool(_SCRATCHPAD.match(c.strip())) for c in completions]
+
+
+def numeric_match_reward(prompts, completions, answer, **_) -> list[float]:
+    """GSM8K-style correctness: the number after ``####``/``#`` if present, else the
+    last number in the completion, compared numerically with the reference."""
+    out = []
+    for c, a in zip(completions, answer):
+        got = extract_hash_answer(c)
+        got = normalize_number(got) if got is not None else None
+        if got is None:
+            nums = _NUMBER.findall(c)
+            got = normalize_number(nums[-1]) if nums else None
+        ref = normalize_number(str(a))
+        ok = got is not None and ref is not None and math.isclose(float(got), float(ref), rel_tol=0, abs_tol=1e-6)
+        out.append(1.0 if ok else 0.0)
+    return out
+
+
+RewardFn = Callable[..., list]
+
+
+@dataclass
+class RewardSet:
+    """Several reward functions combined with weights.
+
+    ``total = sum_i weight_i * fn_i(...)``. A function with weight 0 is still
+    computed and logged (as ``reward/<name>``) but does not train: this is how the
+    format check is reported next to correctness without changing the objective.
+    """
+
+    fns: list[tuple[str, RewardFn, float]] = field(default_factory=list)
+
+    def __call__(self, prompts: list[str], completions: list[str], columns: dict[str, list]):
+        """Returns ``(total, parts)``: a list of floats and ``{name: list of floats}``."""
+        parts = {}
+        for name, fn, _ in self.fns:
+            try:
+                vals = fn(prompts, completions, **columns)
+            except Exception as e:  # name the function and show an input
+                raise RuntimeError(
+                    f"reward function {name!r} raised {type(e).__name__}: {e} "
+                    f"(on prompt {prompts[0]!r}, completion {completions[0]!r})"
+                ) from e
+            vals = list(vals) if vals is not None else []
+            if len(vals) != len(completions):
+                raise ValueError(f"reward function {name!r} returned {len(vals)} values for {len(completions)} completions; return one float per completion")
+            vals = [float(v) for v in vals]
+            bad = [i for i, v in enumerate(vals) if not math.isfinite(v)]
+            if bad:
+                i = bad[0]
+                raise ValueError(f"reward function {name!r} returned {vals[i]} for prompt {prompts[i]!r}, completion {completions[i]!r}; rewards must be finite")
+            parts[name] = vals
+        total = [sum(w * parts[n][i] for n, _, w in self.fns) for i in range(len(completions))]
+        return total, parts
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _, _ in self.fns]
+
+
+# --------------------------------------------------------------------------- #
+# Tasks: data + rewards + how to judge "correct"
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Task:
+    """A verifiable task: train/test rows, the reward set, and the reward part
+    that counts as *correct* (for accuracy)."""
+
+    name: str
+    train: list[dict]
+    test: list[dict]
+    rewards: RewardSet
+    correct_key: str = "correct"
+    max_new_tokens: int = 48
+
+    def columns(self, rows: Sequence[dict]) -> dict[str, list]:
+        """Every field but ``prompt``, as lists (the ``**columns`` of reward functions)."""
+        keys = [k for k in rows[0] if k != "prompt"] if rows else []
+        return {k: [r.get(k) for r in rows] for k in keys}
+
+
+def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -> Task:
+    """The default task, read from ``data/addition_{train,test}.jsonl``."""
+    data_dir = Path(data_dir)
+    need = ("prompt", "answer")
+    train = read_jsonl(data_dir / "addition_train.jsonl", need)
+    test = read_jsonl(data_dir / "addition_test.jsonl", need)
+    rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, format_weight)])
+    return Task("addition", train, test, rewards, max_new_tokens=48)
+
+
+def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = None) -> list[dict]:
+    """GSM8K-style rows ``{"prompt", "answer", "solution"}``.
+
+    ``source`` is a local jsonl of ``{"question", "answer"}`` rows, GSM8K's format
+    where the answer ends with ``#### 42``; or, when a hub is reachable and the
+    ``datasets`` package is installed, a dataset name such as ``openai/gsm8k``.
+    """
+    path = Path(source)
+    if path.exists():
+        raw = read_jsonl(path, ("question", "answer"))
+    else:
+        try:
+            import datasets  # optional: only for hub names
+        except ImportError:
+            raise FileNotFoundError(f"{source} is not a file, and `datasets` is not installed to load it by name") from None
+        raw = list(datasets.load_dataset(str(source), "main", split=split))
+    rows = []
+    for r in raw[:limit] if limit else raw:
+        final = normalize_number(extract_hash_answer(r["answer"]) or r["answer"])
+        rows.append({"prompt": f"Question: {r['question']}\nAnswer:", "answer": final, "solution": r["answer"]})
+    return rows
+
+
+def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, limit: int | None = None) -> Task:
+    """A GSM8K-style task for real models: numeric-match correctness."""
+    train = load_gsm8k(train_source, "train", limit)
+    test = load_gsm8k(test_source or train_source, "test", limit)
+    return Task("gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256)
+
+
+TASKS = {"addition": addition_task}
+
+
+def get_task(name: str, **kwargs) -> Task:
+    """A task by name (``addition``), or ``gsm8k:PATH`` for a local GSM8K-style jsonl."""
+    if name.startswith("gsm8k:"):
+        return gsm8k_task(name.split(":", 1)[1], **kwargs)
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)} or gsm8k:PATH.jsonl")
+    return TASKS[name](**kwargs)
