@@ -35,11 +35,11 @@ from .train import evaluate
 class SFTConfig:
     """Supervised fine-tuning of the tiny model on the addition task."""
 
-    steps: int = 1000
+    steps: int = 2000
     """Optimizer steps."""
     batch_size: int = 64
     """Examples per step."""
-    lr: float = 2e-3
+    lr: float = 3e-3
     """Peak AdamW learning rate (linear warmup over 5% of steps, cosine decay to 10%)."""
     direct_frac: float = 0.3
     """Share of targets written as a direct answer (``#204``) instead of the scratchpad."""

@@ -1,0 +1,201 @@
+"""Each algorithm's full loss on a fixed hand-made batch, smoke runs, and the DAPO switches."""
+
+import math
+
+import pytest
+import torch
+
+from rlalgos.algorithms import ALGORITHMS, make_config
+from rlalgos.algorithms.dapo import DAPO, parse_stages
+from rlalgos.algorithms.grpo import GRPO
+from rlalgos.algorithms.ppo import PPO
+from rlalgos.algorithms.reinforce import Reinforce
+from rlalgos.rollout import Rollout
+from rlalgos.train import TrainConfig, train
+
+# A fixed batch: 2 prompts x G=2 answers, T=3 tokens; answer 1 is 2 tokens long.
+MASK = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+REWARDS = torch.tensor([1.0, 0.0, 1.0, 1.0])
+OLD = torch.log(torch.tensor([[0.5, 0.5, 0.5], [0.4, 0.4, 0.4], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]))
+NEW = torch.log(torch.tensor([[0.65, 0.5, 0.55], [0.2, 0.4, 0.4], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]))
+REF = torch.log(torch.tensor([[0.5, 0.25, 0.5], [0.4, 0.4, 0.4], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]))
+
+
+def fixed_rollout(**kw) -> Rollout:
+    N, T = MASK.shape
+    fields = dict(
+        prompts=["p0", "p0", "p1", "p1"], completions=["a", "b", "c", "d"], rows=[{}] * 4,
+        prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
+        completion_ids=torch.ones(N, T, dtype=torch.long), completion_mask=MASK.clone(),
+        truncated=torch.tensor([True, False, False, False]), old_logprobs=OLD.clone(), ref_logprobs=REF.clone(),
+        rewards=REWARDS.clone(), reward_parts={"correct": REWARDS.clone()}, group_index=torch.tensor([0, 0, 1, 1]), group_size=2,
+    )
+    fields.update(kw)
+    return Rollout(**fields)
+
+
+def make(algo_cls, **cfg):
+    policy = torch.nn.Linear(1, 1)  # the loss tests never call the model
+    policy.config = None
+    return algo_cls(policy, algo_cls.Config(**cfg))
+
+
+def test_reinforce_loss_by_hand():
+    algo = make(Reinforce, baseline="rloo")
+    ro = fixed_rollout()
+    adv = algo.advantages(ro)
+    # rloo: group 0 rewards (1, 0) -> baselines (0, 1) -> advantages (1, -1); group 1 all 1 -> 0
+    torch.testing.assert_close(adv.squeeze(-1), torch.tensor([1.0, -1.0, 0.0, 0.0]))
+    loss, m = algo.loss(ro, {"logprobs": NEW.requires_grad_()}, adv, NEW.detach())
+    # ratio 1: loss = mean over the 11 tokens of -A = (-1*3 + 1*2) / 11
+    assert loss.item() == pytest.approx(-1 / 11)
+    loss.backward()
+    # gradient of -A * ratio at ratio 1 is -A / 11 on each valid token
+    torch.testing.assert_close(NEW.grad, -adv * MASK / 11)
+    NEW.grad = None
+
+
+def test_reinforce_kl_penalty_in_reward():
+    algo = make(Reinforce, baseline="none", kl_coef=0.5, kl_estimator="k1")
+    ro = fixed_rollout()
+    adv = algo.advantages(ro).squeeze(-1)
+    # answer 0: k1 = old - ref summed = (0) + log(0.5/0.25) + 0 = log 2 -> 1 - 0.5 log 2
+    assert adv[0].item() == pytest.approx(1 - 0.5 * math.log(2))
+    assert adv[1:].tolist() == pytest.approx([0.0, 1.0, 1.0])
+
+
+def test_grpo_loss_by_hand():
+    algo = make(GRPO, kl_coef=0.1)  # seq-mean-token-mean, clip 0.2, k3
+    ro = fixed_rollout()
+    adv = algo.advantages(ro).squeeze(-1)
+    # group (1, 0): mean 0.5, unbiased std sqrt(0.5) -> +-0.5/(0.70711 + 1e-6)
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    torch.testing.assert_close(adv, torch.tensor([a, -a, 0.0, 0.0]))
+    loss, m = algo.loss(ro, {"logprobs": NEW}, adv.unsqueeze(-1), OLD)
+    # answer 0 (A=a): ratios 1.3, 1.0, 1.1 -> clipped 1.2, 1.0, 1.1 -> -a * 3.3 / 3
+    # answer 1 (A=-a): ratios 0.5, 1.0 -> max(0.5a, 0.8a), max(a, a) -> (0.8a + a) / 2
+    pg = ((-a * (1.2 + 1.0 + 1.1)) / 3 + (0.8 * a + a) / 2 + 0 + 0) / 4
+    assert m["pg_loss"] == pytest.approx(pg, abs=1e-6)
+    # k3 per token, d = ref - new: answer 0: log(.5/.65), log(.25/.5), log(.5/.55); answer 1: log 2, 0
+    k3 = lambda d: math.exp(d) - d - 1
+    kl0 = (k3(math.log(0.5 / 0.65)) + k3(math.log(0.5)) + k3(math.log(0.5 / 0.55))) / 3
+    kl1 = (k3(math.log(0.4 / 0.2)) + 0) / 2
+    assert m["kl_loss"] == pytest.approx((kl0 + kl1) / 4, abs=1e-6)
+    assert loss.item() == pytest.approx(pg + 0.1 * (kl0 + kl1) / 4, abs=1e-6)
+    # clip fractions over 11 tokens: one high (1.3 with A>0), one low (0.5 with A<0)
+    assert m["clip_frac_high"] == pytest.approx(1 / 11) and m["clip_frac_low"] == pytest.approx(1 / 11)
+
+
+def test_dapo_loss_by_hand():
+    algo = make(DAPO, overlong_penalty=False)  # token-mean, clip 0.2 / 0.28, no KL
+    ro = fixed_rollout()
+    adv = algo.advantages(ro)
+    loss, m = algo.loss(ro, {"logprobs": NEW}, adv, OLD)
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    # clip-higher: 1.3 is clipped at 1.28 now; token-mean over 11 tokens
+    pg = (-a * (1.28 + 1.0 + 1.1) + (0.8 * a + a)) / 11
+    assert loss.item() == pytest.approx(pg, abs=1e-6)
+    assert m["kl_coef"] == 0.0
+
+
+def test_dapo_overlong_penalty_and_filter():
+    algo = make(DAPO, overlong_buffer=2, overlong_filter=True)
+    algo.max_new_tokens = 3
+    ro = fixed_rollout()
+    adv = algo.advantages(ro).squeeze(-1)
+    # lengths 3, 2, 3, 3 with L_max 3, L_c 2: penalties -0.5, 0, -0.5, -0.5 -> rewards .5, 0, .5, .5
+    a = 0.5 / (math.sqrt(0.125) + 1e-6) / 2
+    torch.testing.assert_close(adv, torch.tensor([a, -a, 0.0, 0.0]), atol=1e-5, rtol=0)
+    # the truncated answer 0 is masked out of the loss
+    assert algo.loss_mask(ro)[0].sum() == 0 and algo.loss_mask(ro)[1].sum() == 2
+
+
+def test_ppo_loss_by_hand():
+    algo = make(PPO.__mro__[1], lr=1e-4)  # build through Reinforce to skip the critic, then borrow PPO's methods
+    algo.cfg = PPO.Config(kl_coef=0.0, whiten=False, lam=1.0, gamma=1.0, vf_coef=0.5)
+    values = torch.tensor([[0.5, 0.5, 0.5], [0.2, 0.2, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    algo.values = lambda mb: values[: len(mb)] * mb.completion_mask
+    ro = fixed_rollout()
+    adv = PPO.advantages(algo, ro)
+    # gamma = lam = 1: A_t = R - V_t on valid tokens
+    torch.testing.assert_close(adv, (REWARDS.unsqueeze(-1) - values) * MASK)
+    torch.testing.assert_close(ro.extras["returns"], REWARDS.unsqueeze(-1) * MASK)
+    loss, m = PPO.loss(algo, ro, {"logprobs": OLD}, adv, OLD)
+    # ratio 1: pg = mean(-A) over 11 tokens; new values = old values -> value loss = 0.5 mean (V - R)^2
+    pg = -(adv * MASK).sum() / 11
+    vl = 0.5 * (((values - REWARDS.unsqueeze(-1)) ** 2) * MASK).sum() / 11
+    assert m["pg_loss"] == pytest.approx(pg.item()) and m["value_loss"] == pytest.approx(vl.item())
+    assert loss.item() == pytest.approx((pg + 0.5 * vl).item())
+
+
+def test_ppo_kl_folded_into_token_rewards():
+    algo = make(PPO.__mro__[1])
+    algo.cfg = PPO.Config(kl_coef=0.5, whiten=False, lam=1.0)
+    algo.values = lambda mb: torch.zeros_like(mb.completion_mask)
+    ro = fixed_rollout()
+    PPO.advantages(algo, ro)
+    # answer 0: return at t=0 is 1 - 0.5 * sum_t k1 = 1 - 0.5 * log 2; at t=2 it is 1 - 0
+    assert ro.extras["returns"][0, 0].item() == pytest.approx(1 - 0.5 * math.log(2))
+    assert ro.extras["returns"][0, 2].item() == pytest.approx(1.0)
+
+
+def test_dynamic_sampling_leaves_no_zero_variance_group():
+    algo = make(DAPO)
+    calls = []
+
+    def sample(n, temperature=None):
+        calls.append(n)
+        # 4 prompts, G=2: groups 0 and 2 informative, 1 and 3 all-equal
+        r = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0])[: 2 * n] if n <= 4 else torch.ones(2 * n)
+        N = len(r)
+        return fixed_rollout(
+            prompts=[f"p{i // 2}" for i in range(N)], completions=["x"] * N, rows=[{}] * N,
+            prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
+            completion_ids=torch.ones(N, 3, dtype=torch.long), completion_mask=torch.ones(N, 3),
+            truncated=torch.zeros(N, dtype=torch.bool), old_logprobs=None, ref_logprobs=None,
+            rewards=r, reward_parts={"correct": r}, group_index=torch.arange(N // 2).repeat_interleave(2),
+        )
+
+    batch, info = algo.collect(sample, 4)
+    assert batch.num_groups == 4 and (batch.group_std() > 0).all()
+    assert info["ds_dropped_frac"] == pytest.approx(0.5) and info["ds_extra_rounds"] == 1
+    assert calls == [4, 4]
+    # bounded: when nothing is ever informative it gives up after max_resample_rounds
+    algo2 = make(DAPO, max_resample_rounds=2)
+    dull = lambda n, temperature=None: sample(5)  # all-ones rewards
+    batch, info = algo2.collect(dull, 4)
+    assert info["ds_extra_rounds"] == 2 and info["ds_short"] == 1.0
+
+
+def test_kl_stages_schedule():
+    assert parse_stages("40:0.02,0:0.0") == [(0, 0.0), (40, 0.02)]
+    with pytest.raises(ValueError, match="STEP:COEF"):
+        parse_stages("40=0.1")
+    algo = make(DAPO, kl_stages="0:0.0,2:0.05")
+    assert algo.needs_ref and algo.kl_coef_now() == 0.0
+    algo.step_count = 2
+    assert algo.kl_coef_now() == 0.05
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (dict(lr=-1.0), "lr must be > 0"),
+    (dict(clip_low=1.5), "clip_low must be in"),
+    (dict(minibatches=3), "do not split into 3 minibatches"),
+    (dict(loss_agg="mean"), "unknown loss_agg"),
+    (dict(kl_coef=-0.1), "kl_coef must be >= 0"),
+])
+def test_config_validation_messages(bad, msg):
+    with pytest.raises(ValueError, match=msg):
+        make_config("grpo", **bad).validate(8, 32)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_runs_a_few_steps(name, tmp_path, tiny_dir):
+    extra = {"ppo": dict(minibatches=2)}.get(name, {})
+    cfg = TrainConfig(algo=name, model=str(tiny_dir), steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=4, eval_samples=2, out_dir=str(tmp_path / name), progress=False)
+    df = train(cfg, make_config(name, **extra))
+    last = df.iloc[-1]
+    for key in ("reward_mean", "entropy", "kl", "clip_frac", "grad_norm", "zero_std_frac", "eval_accuracy"):
+        assert math.isfinite(last[key]), key
+    if name == "ppo":
+        assert "value_loss" in df and "explained_variance" in df

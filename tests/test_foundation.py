@@ -1,0 +1,285 @@
+"""Tokenizer, task and rewards, rollout record, loading, the loop and the CLI."""
+
+import json
+import random
+
+import pandas as pd
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+
+from rlalgos import cli
+from rlalgos.model import char_tokenizer, load_policy, tiny_model
+from rlalgos.rollout import Rollout, SamplingConfig, batched_logprobs, completion_mask_from_ids, forward_logprobs, rollout
+from rlalgos.tasks import (
+    RewardSet,
+    addition_task,
+    correctness_reward,
+    format_reward,
+    get_task,
+    load_gsm8k,
+    make_addition_problem,
+    make_addition_split,
+    numeric_match_reward,
+    read_jsonl,
+)
+from rlalgos.train import TrainConfig, load_metrics, train
+
+# --------------------------------------------------------------------------- #
+# tokenizer
+# --------------------------------------------------------------------------- #
+
+
+def test_tokenizer_round_trip_and_specials(tmp_path):
+    tok = char_tokenizer()
+    assert isinstance(tok, PreTrainedTokenizerFast)
+    text = "46+76+82=46+76=122;122+82=204#204"
+    ids = tok(text)["input_ids"]
+    assert ids[0] == tok.bos_token_id and len(ids) == len(text) + 1  # one token per char, BOS in front
+    assert tok.decode(ids, skip_special_tokens=True) == text
+    assert {tok.pad_token, tok.bos_token, tok.eos_token} == {"<pad>", "<bos>", "<eos>"}
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert again(text)["input_ids"] == ids
+    assert again.decode(ids[1:]) == text
+
+
+def test_tokenizer_left_pads_batches():
+    tok = char_tokenizer()
+    enc = tok(["1+2=", "10+20+30="], padding=True, return_tensors="pt")
+    assert enc["input_ids"].shape == (2, 10)
+    assert enc["attention_mask"][0].tolist() == [0] * 5 + [1] * 5
+    assert enc["input_ids"][0, :5].tolist() == [tok.pad_token_id] * 5
+
+
+# --------------------------------------------------------------------------- #
+# task and rewards
+# --------------------------------------------------------------------------- #
+
+
+def test_addition_problem_format():
+    p = make_addition_problem(random.Random(3), n_terms=3)
+    a, b, c = map(int, p["prompt"][:-1].split("+"))
+    assert p["answer"] == str(a + b + c)
+    assert p["target"] == f"{a}+{b}={a + b};{a + b}+{c}={a + b + c}#{a + b + c}"
+    assert p["direct"] == f"#{a + b + c}"
+
+
+def test_splits_are_seeded_and_difficulty_knob_works():
+    assert make_addition_split(50, seed=1) == make_addition_split(50, seed=1)
+    rows = make_addition_split(200, seed=2, terms=(4,), max_value=9)
+    assert all(r["n_terms"] == 4 and r["prompt"].count("+") == 3 for r in rows)
+    assert all(int(x) <= 9 for r in rows for x in r["prompt"][:-1].split("+"))
+
+
+def test_shipped_splits_are_disjoint():
+    task = addition_task()
+    assert len(task.train) >= 10000 and len(task.test) == 500
+    assert not {r["prompt"] for r in task.train} & {r["prompt"] for r in task.test}
+
+
+@pytest.mark.parametrize(
+    "completion,correct,fmt",
+    [
+        ("46+76=122;122+82=204#204", 1.0, 1.0),  # right, with working
+        ("#204", 1.0, 1.0),  # right, direct
+        ("46+76=122;122+82=205#205", 0.0, 1.0),  # wrong but well-formed
+        ("46+76=122;122+82=204", 0.0, 0.0),  # no answer marker
+        ("#204x", 0.0, 0.0),  # junk after the number
+        ("204", 0.0, 0.0),  # malformed
+        ("", 0.0, 0.0),  # empty
+        ("##", 0.0, 0.0),
+    ],
+)
+def test_rewards_on_right_wrong_malformed_empty(completion, correct, fmt):
+    assert correctness_reward(["46+76+82="], [completion], answer=["204"]) == [correct]
+    assert format_reward(["46+76+82="], [completion]) == [fmt]
+
+
+def test_reward_set_combines_and_logs_each():
+    rs = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, 0.5)])
+    total, parts = rs(["1+2=", "1+2="], ["#3", "oops"], {"answer": ["3", "3"]})
+    assert parts == {"correct": [1.0, 0.0], "format": [1.0, 0.0]}
+    assert total == [1.5, 0.0]
+
+
+def test_gsm8k_loader_and_numeric_reward(tmp_path):
+    path = tmp_path / "gsm.jsonl"
+    rows = [
+        {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3 + 4 = 7\n#### 7"},
+        {"question": "A shop sells 1,200 pens.", "answer": "so\n#### 1,200"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_gsm8k(path)
+    assert [d["answer"] for d in data] == ["7", "1200"]
+    assert data[0]["prompt"].startswith("Question: Tom has")
+    got = numeric_match_reward([d["prompt"] for d in data] * 2, ["The answer is 7.", "#### 1,200", "It is 8", "no number"], answer=["7", "1200", "7", "1200"])
+    assert got == [1.0, 1.0, 0.0, 0.0]
+    task = get_task(f"gsm8k:{path}")
+    assert task.name == "gsm8k" and len(task.test) == 2
+
+
+def test_bad_jsonl_line_is_reported(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"prompt": "1+1=", "answer": "2"}\n{oops\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
+        read_jsonl(p, ("prompt", "answer"))
+    p.write_text('{"prompt": "1+1="}\n')
+    with pytest.raises(ValueError, match=r":1: missing field\(s\) answer"):
+        read_jsonl(p, ("prompt", "answer"))
+
+
+# --------------------------------------------------------------------------- #
+# model loading
+# --------------------------------------------------------------------------- #
+
+
+def test_load_policy_any_local_hf_model(tiny_dir):
+    model, tok = load_policy(tiny_dir, device="cpu")
+    assert isinstance(model, type(AutoModelForCausalLM.from_pretrained(tiny_dir)))
+    assert model.dtype == torch.float32 and model.device.type == "cpu"
+    assert tok.padding_side == "left" and tok.pad_token_id is not None
+
+
+def test_load_policy_clear_error_on_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="cannot load a model"):
+        load_policy(tmp_path / "nope", device="cpu")
+
+
+def test_tiny_config_size():
+    tok = char_tokenizer()
+    n = sum(p.numel() for p in tiny_model(tok).parameters())
+    assert 0.7e6 < n < 1.2e6
+
+
+def test_save_then_reload_gives_identical_logprobs(tiny, tmp_path):
+    model, tok = tiny
+    ro = rollout(model, tok, [{"prompt": "12+3=", "answer": "15"}] * 2, 3, addition_task().rewards, SamplingConfig(max_new_tokens=10))
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    again, _ = load_policy(tmp_path, device="cpu")
+    torch.testing.assert_close(batched_logprobs(again, ro), ro.old_logprobs, rtol=0, atol=0)
+
+
+# --------------------------------------------------------------------------- #
+# rollout record
+# --------------------------------------------------------------------------- #
+
+
+def test_completion_mask_by_hand():
+    eos = 2
+    ids = torch.tensor([
+        [5, 6, 2, 0, 0],  # EOS at 2: mask up to and including it
+        [2, 0, 0, 0, 0],  # EOS first: one token
+        [5, 6, 7, 8, 9],  # never ends: truncated, all ones
+        [5, 2, 6, 2, 0],  # only the first EOS counts
+    ])
+    mask, trunc = completion_mask_from_ids(ids, eos)
+    assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
+    assert trunc.tolist() == [False, False, True, False]
+
+
+def test_rollout_record(tiny):
+    model, tok = tiny
+    rows = [{"prompt": "12+3=", "answer": "15"}, {"prompt": "1+2+30=", "answer": "33"}]
+    torch.manual_seed(0)
+    ro = rollout(model, tok, rows, 4, addition_task().rewards, SamplingConfig(max_new_tokens=6), ref_model=model)
+    N, T = ro.completion_ids.shape
+    assert N == 8 and T <= 6 and len(ro.completions) == 8
+    assert ro.group_index.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert ro.prompts[:4] == ["12+3="] * 4 and ro.rows[4]["answer"] == "33"
+    # mask: a prefix of ones; ends at EOS or runs to the limit (truncated)
+    for i in range(N):
+        m = ro.completion_mask[i]
+        n = int(m.sum())
+        assert m[:n].eq(1).all() and m[n:].eq(0).all()
+        ends_eos = ro.completion_ids[i, n - 1].item() == tok.eos_token_id
+        assert ends_eos != bool(ro.truncated[i])
+        assert ro.completion_ids[i, n:].eq(tok.pad_token_id).all()
+    assert set(ro.reward_parts) == {"correct", "format"} and ro.rewards.shape == (N,)
+    assert ro.old_logprobs.shape == (N, T) and (ro.old_logprobs <= 0).all()
+    torch.testing.assert_close(ro.ref_logprobs, ro.old_logprobs)  # same model
+    # select/concat keep the record consistent
+    part = ro.select(torch.arange(4, 8))
+    assert part.prompts == ["1+2+30="] * 4 and part.completion_ids.shape[0] == 4
+    both = Rollout.concat([ro.select(torch.arange(4)), part])
+    torch.testing.assert_close(both.rewards, ro.rewards)
+    assert both.group_index.tolist() == ro.group_index.tolist()
+
+
+def test_logprobs_match_what_generate_sampled(tiny):
+    """The forward pass used for training gives the generator's own numbers (padding and positions handled)."""
+    model, tok = tiny
+    enc = tok(["1+2=", "10+20+30="], return_tensors="pt", padding=True)
+    out = model.generate(**enc, do_sample=True, top_k=0, max_new_tokens=8, output_logits=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
+    comp = out.sequences[:, enc["input_ids"].shape[1]:]
+    mask, _ = completion_mask_from_ids(comp, tok.eos_token_id)
+    gen_lp = torch.log_softmax(torch.stack(out.logits, 1).float(), -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
+    lp = forward_logprobs(model, enc["input_ids"], enc["attention_mask"], comp, mask)["logprobs"]
+    torch.testing.assert_close(lp * mask, gen_lp * mask, atol=1e-4, rtol=0)
+
+
+# --------------------------------------------------------------------------- #
+# the loop
+# --------------------------------------------------------------------------- #
+
+
+def _small_cfg(tmp_path, tiny_dir, **kw):
+    base = dict(model=str(tiny_dir), steps=3, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=2, eval_prompts=4, eval_samples=2, out_dir=str(tmp_path / "run"), progress=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_loop_writes_jsonl_and_returns_dataframe(tmp_path, tiny_dir):
+    df = train(_small_cfg(tmp_path, tiny_dir))
+    assert isinstance(df, pd.DataFrame) and df["step"].tolist() == [0, 1, 2, 3]
+    run = tmp_path / "run"
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    logged = load_metrics(run)
+    for key in ("reward_mean", "reward_std", "accuracy", "entropy", "kl", "clip_frac", "completion_len", "truncated_frac", "zero_std_frac", "grad_norm", "lr", "step_seconds", "tokens_per_second"):
+        assert key in logged and logged[key].iloc[1:].notna().all(), key
+    assert logged["eval_accuracy"].notna().tolist() == [True, False, True, True]
+    assert {"eval_greedy_accuracy", "eval_pass@2"} <= set(logged)
+    samples = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
+    assert samples and {"step", "prompt", "completion", "reward"} <= set(samples[0])
+    assert (run / "checkpoint" / "config.json").exists() and (run / "checkpoint" / "trainer_state.pt").exists()
+    assert json.loads((run / "config.json").read_text())["train"]["steps"] == 3
+
+
+def test_same_seed_same_numbers(tmp_path, tiny_dir):
+    a = train(_small_cfg(tmp_path / "a", tiny_dir, seed=3))
+    b = train(_small_cfg(tmp_path / "b", tiny_dir, seed=3))
+    cols = ["reward_mean", "entropy", "kl", "grad_norm", "completion_len"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+
+
+def test_cli_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    out = capsys.readouterr().out
+    for opt in ("--algo", "--group-size", "--prompts-per-step", "--baseline", "--clip-high", "--kl-coef", "--seed"):
+        assert opt in out
+    assert "Completions per prompt" in out  # help text comes from the field docstrings
+
+
+def test_cli_bad_input_is_one_line_exit_2(capsys):
+    assert cli.main(["train", "--algo", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlalgos: error: unknown algorithm 'nope'") and "\n" not in err
+    assert cli.main(["train", "--group-size", "0"]) == 2
+    assert "group_size must be >= 1" in capsys.readouterr().err
+
+
+def test_cli_train_then_plot(tmp_path, tiny_dir, capsys):
+    run = tmp_path / "r"
+    rc = cli.main(["train", "--model", str(tiny_dir), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "2", "--out-dir", str(run), "--no-progress", "--baseline", "batch"])
+    assert rc == 0
+    assert json.loads((run / "config.json").read_text())["algo"]["baseline"] == "batch"
+    rc = cli.main(["plot", str(run), "--out", str(tmp_path / "p.png")])
+    assert rc == 0 and (tmp_path / "p.png").stat().st_size > 1000
