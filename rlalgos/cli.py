@@ -125,8 +125,11 @@ def _make_train_cfg(args, **over):
 
 def cmd_train(args):
     from .algorithms import make_config
-    from .train import train
+    from .train import resume, train
 
+    if args.resume:
+        _print_run_summary(resume(args.resume, steps=args.total_steps))
+        return
     cfg = _make_train_cfg(args)
     algo_cfg = make_config(cfg.algo, **_algo_overrides(args))
     df = train(cfg, algo_cfg)
@@ -239,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_data)
 
     s = sub.add_parser("train", help="train one algorithm and write a run folder", description="Train one algorithm on the shared loop; metrics go to OUT_DIR/metrics.jsonl as they are made.")
+    s.add_argument("--resume", metavar="RUN_DIR", default=None, help="continue RUN_DIR from its last checkpoint with its saved config (other options are ignored, except --total-steps)")
+    s.add_argument("--total-steps", type=int, default=None, help="with --resume: train up to this many steps in all (default: the saved steps)")
     add_dataclass_options(s, TrainConfig)
     add_algo_options(s)
     s.set_defaults(fn=cmd_train)

@@ -69,6 +69,8 @@ class TrainConfig:
     """Replace an existing run folder (False: refuse to touch it)."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    on_nonfinite: str = "stop"
+    """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
@@ -81,6 +83,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.on_nonfinite not in ("stop", "skip"):
+            raise ValueError(f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
         min_g = get_algorithm(self.algo).min_group_size
         if self.group_size < min_g:
             raise ValueError(f"{self.algo} compares answers within a group, so group_size must be >= {min_g}; got {self.group_size}")
@@ -155,17 +159,68 @@ class JsonlLog:
         self.f.close()
 
 
-def save_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompt_rng: random.Random) -> Path:
-    """Model + tokenizer (``save_pretrained``) and the trainer state, written to a
-    temporary folder first and then moved into place (never half a checkpoint)."""
+class PromptSampler:
+    """Draws training rows without replacement, reshuffling each epoch (seeded, resumable)."""
+
+    def __init__(self, rows: list[dict], seed: int):
+        self.rows, self.rng, self.order = rows, random.Random(seed), []
+
+    def __call__(self, n: int) -> list[dict]:
+        out = []
+        for _ in range(n):
+            if not self.order:
+                self.order = list(range(len(self.rows)))
+                self.rng.shuffle(self.order)
+            out.append(self.rows[self.order.pop()])
+        return out
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.getstate(), "order": list(self.order)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.setstate(state["rng"])
+        self.order = list(state["order"])
+
+
+def save_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompts: PromptSampler) -> Path:
+    """Model + tokenizer (``save_pretrained``) and the trainer state (optimizer,
+    algorithm, RNGs, step), written to a temporary folder first and then moved
+    into place, so there is never half a checkpoint."""
     final, tmp = run_dir / "checkpoint", run_dir / "checkpoint.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     policy.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    torch.save({"step": step, "algo": algo.state_dict(), "torch_rng": torch.get_rng_state(), "prompt_rng": prompt_rng.getstate()}, tmp / "trainer_state.pt")
+    state = {"step": step, "algo": algo.state_dict(), "torch_rng": torch.get_rng_state(), "prompts": prompts.state_dict()}
+    if torch.cuda.is_available():
+        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    torch.save(state, tmp / "trainer_state.pt")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final
+
+
+def load_checkpoint_state(run_dir: Path) -> dict:
+    path = Path(run_dir) / "checkpoint" / "trainer_state.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {path}); it was never saved or was removed")
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as e:
+        raise ValueError(f"checkpoint {path} is corrupt ({type(e).__name__}); delete it and start the run again") from None
+
+
+def _read_rows(path: Path, max_step: int) -> list[dict]:
+    """Rows of a JSONL log up to ``max_step`` (a torn last line from a kill is dropped)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row.get("step", 0) <= max_step:
+                rows.append(row)
+    return rows
 
 
 # --------------------------------------------------------------------------- #
@@ -173,12 +228,13 @@ def save_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompt_rn
 # --------------------------------------------------------------------------- #
 
 
-def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None) -> pd.DataFrame:
+def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> pd.DataFrame:
     """Run one training job and return its metrics rows as a DataFrame.
 
     ``algo_cfg`` defaults to the algorithm's own defaults; ``policy``/``tokenizer``
     and ``task`` may be passed in (notebooks) instead of loaded from ``cfg``.
-    ``df.attrs["run_dir"]`` is the run folder.
+    With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
+    (see :func:`resume`). ``df.attrs["run_dir"]`` is the run folder.
     """
     cfg.validate()
     algo_cls = get_algorithm(cfg.algo)
@@ -186,44 +242,50 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
     task = task or get_task(cfg.task)
     run_dir = Path(cfg.out_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
+    state = load_checkpoint_state(run_dir) if resume else None
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
         if not cfg.overwrite:
-            raise FileExistsError(f"{run_dir} already holds a run; pick another out_dir or allow overwrite")
+            raise FileExistsError(f"{run_dir} already holds a run; pick another out_dir, allow overwrite, or resume it")
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
     set_seed(cfg.seed)
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, cfg.device)
-    ref_model = frozen_copy(policy)
+    ref_model = frozen_copy(policy)  # the starting policy, also when resuming
+    start = 0
+    if state is not None:
+        trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
+        policy.load_state_dict(trained.state_dict())
+        start = state["step"]
     algo = algo_cls(policy, algo_cfg, ref_model=ref_model, tokenizer=tokenizer)
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature)
     algo.total_steps, algo.max_new_tokens, algo.temperature = cfg.steps, sampling.max_new_tokens, cfg.temperature
+    prompts = PromptSampler(task.train, cfg.seed)
+    if state is not None:
+        algo.load_state_dict(state["algo"])
+        prompts.load_state_dict(state["prompts"])
+        torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
     (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg)}, indent=2))
-
-    prompt_rng = random.Random(cfg.seed)
-    order: list[int] = []
-
-    def next_rows(n: int) -> list[dict]:
-        nonlocal order
-        out = []
-        for _ in range(n):
-            if not order:
-                order = list(range(len(task.train)))
-                prompt_rng.shuffle(order)
-            out.append(task.train[order.pop()])
-        return out
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
         use_ref = algo.needs_ref or cfg.log_kl
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        return rollout(policy, tokenizer, next_rows(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model if use_ref else None, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
+        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model if use_ref else None, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
+    # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)
+    rows = _read_rows(run_dir / "metrics.jsonl", start) if resume else []
+    old_samples = _read_rows(run_dir / "samples.jsonl", start) if resume else []
     metrics_log = JsonlLog(run_dir / "metrics.jsonl", truncate=True)
     samples_log = JsonlLog(run_dir / "samples.jsonl", truncate=True)
-    rows: list[dict] = []
+    for r in rows:
+        metrics_log.write(r)
+    for r in old_samples:
+        samples_log.write(r)
 
     def run_eval(step: int) -> dict:
         ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4)
@@ -231,34 +293,38 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             samples_log.write({"step": step, **s})
         return ev
 
-    bar = tqdm(range(1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress, dynamic_ncols=True)
+    bar = tqdm(range(start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress, dynamic_ncols=True, initial=start, total=cfg.steps)
     try:
-        row0 = {"step": 0, **run_eval(0)}
-        metrics_log.write(row0)
-        rows.append(row0)
+        if start == 0:
+            row0 = {"step": 0, **run_eval(0)}
+            metrics_log.write(row0)
+            rows.append(row0)
         for step in bar:
             t0 = time.perf_counter()
             ro, info = algo.collect(sample, cfg.prompts_per_step)
             t1 = time.perf_counter()
-            m = algo.update(ro)
+            m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
             row = {"step": step, **ro.stats(), **info, **m}
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
             row["tokens_per_second"] = ro.lengths.sum().item() / max(t2 - t0, 1e-9)
-            if m.get("nonfinite"):
-                row["stopped"] = "non-finite loss or gradient norm"
+            if m.get("nonfinite") and cfg.on_nonfinite == "stop":
+                row["stopped"] = "non-finite loss or gradient; the update was not applied"
                 metrics_log.write(row)
                 rows.append(row)
-                raise FloatingPointError(f"step {step}: non-finite loss or gradient (loss={m.get('loss')}, grad_norm={m.get('grad_norm')}); lower lr or check rewards. Metrics up to here are in {run_dir / 'metrics.jsonl'}")
+                raise FloatingPointError(
+                    f"step {step}: non-finite loss or gradient (loss={m.get('loss')}, grad_norm={m.get('grad_norm')}); "
+                    f"lower lr or check the rewards, or pass on_nonfinite=skip. Rows so far: {run_dir / 'metrics.jsonl'}; last good checkpoint kept"
+                )
             if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
                 row.update(run_eval(step))
             metrics_log.write(row)
             rows.append(row)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
             if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                save_checkpoint(run_dir, policy, tokenizer, algo, step, prompt_rng)
-        save_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompt_rng)
+                save_checkpoint(run_dir, policy, tokenizer, algo, step, prompts)
+        save_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompts)
     finally:
         bar.close()
         metrics_log.close()
@@ -266,6 +332,26 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     df = pd.DataFrame(rows)
     df.attrs["run_dir"] = str(run_dir)
     return df
+
+
+def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
+    """Continue a run from its last checkpoint, with the config it was started with
+    (optionally a new total ``steps``). Optimizer, algorithm state, RNGs, prompt
+    order and step counter are restored, so on CPU the rows match an
+    uninterrupted run with the same seed."""
+    from .algorithms import get_algorithm as _get
+
+    run_dir = Path(run_dir)
+    path = run_dir / "config.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
+    saved = json.loads(path.read_text())
+    cfg = TrainConfig(**saved["train"])
+    cfg.out_dir = str(run_dir)
+    if steps is not None:
+        cfg.steps = steps
+    algo_cfg = _get(cfg.algo).Config(**saved["algo"])
+    return train(cfg, algo_cfg, resume=True)
 
 
 def load_metrics(run_dir: str | Path) -> pd.DataFrame:

@@ -143,12 +143,16 @@ class Algorithm:
                         logs.setdefault(k, []).append(v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
                 logs.setdefault("grad_norm", []).append(grad_norm.item())
-                self.step_optimizer()
+                if torch.isfinite(grad_norm) and all(math.isfinite(x) for x in logs["loss"][-len(idx.split(micro)):]):
+                    self.step_optimizer()
+                else:  # never let NaN/inf into the weights
+                    self.optimizer.zero_grad(set_to_none=True)
+                    logs.setdefault("nonfinite", []).append(1.0)
         metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
         metrics.update({k: v / max(first_pass.get("_tokens", 1.0), 1.0) for k, v in first_pass.items() if not k.startswith("_")})
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         self.step_count += 1
-        if not all(math.isfinite(v) for k, v in metrics.items() if k in ("loss", "grad_norm")):
+        if "nonfinite" in metrics:
             metrics["nonfinite"] = 1.0
         return metrics
 

@@ -193,6 +193,13 @@ class DAPO(GRPO):
 
     # ---- entropy monitor ------------------------------------------------------ #
 
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "entropy_firing": self.entropy_firing}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.entropy_firing = state.get("entropy_firing", False)
+
     def update(self, ro: Rollout) -> dict:
         self._overlong = 0.0
         m = super().update(ro)
