@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_train)
 
     s = sub.add_parser("compare", help="train several algorithms over several seeds and plot them side by side", description="One run folder per (algorithm, seed) under OUT_DIR, a summary table and a side-by-side figure.")
-    s.add_argument("--algos", default=",".join(ALGORITHMS), help=f"comma-separated algorithms (default: all registered: {','.join(ALGORITHMS)})")
+    s.add_argument("--algos", default="reinforce,ppo,grpo,dapo", help=f"comma-separated algorithms, any of {','.join(ALGORITHMS)} (default: reinforce,ppo,grpo,dapo)")
     s.add_argument("--seeds", type=int, default=1, help="seeds per algorithm, counting up from --seed (default: 1)")
     add_dataclass_options(s, TrainConfig, skip=("algo", "out_dir"))
     s.add_argument("--out-dir", default="runs/compare", help="folder for the run folders, summary.csv and compare.png (default: runs/compare)")

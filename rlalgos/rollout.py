@@ -180,6 +180,18 @@ def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | S
     return mask.float(), ~has_eos
 
 
+def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """Full-sequence model inputs: ids, attention mask and position ids counted
+    from the first real token (as ``generate`` does for left padding).
+
+    prompt_*: (N, P); completion_*: (N, T); returns three (N, P + T) tensors.
+    """
+    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
+    attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)  # (N, P+T)
+    position_ids = (attn.long().cumsum(-1) - 1).clamp(min=0)  # (N, P+T)
+    return input_ids, attn, position_ids
+
+
 def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, with_hidden: bool = False, entropy_grad: bool = False):
     """Run ``model`` on prompt + completion and return the log-prob of each completion token.
 
@@ -194,9 +206,7 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     completion token if asked (what a value head reads).
     """
     T = completion_ids.shape[1]
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
-    attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)  # (N, P+T)
-    position_ids = (attn.long().cumsum(-1) - 1).clamp(min=0)  # (N, P+T)
+    input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
     out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, output_hidden_states=with_hidden, use_cache=False)
     logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
     res = {"logprobs": core.token_logprobs(logits, completion_ids, temperature)}

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from .. import core
-from ..rollout import Rollout
+from ..rollout import Rollout, sequence_inputs
 from .base import AlgoConfig
 from .reinforce import Reinforce
 
@@ -45,9 +45,7 @@ class ValueModel(nn.Module):
     def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """Values at the positions that predict each completion token. Returns (N, T) floats."""
         T = completion_ids.shape[1]
-        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
-        attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)
-        position_ids = (attn.long().cumsum(-1) - 1).clamp(min=0)
+        input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
         h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
         return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
 
