@@ -92,6 +92,9 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
     except OSError as e:
         raise FileNotFoundError(f"cannot load a model from {src!r}: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # a corrupt weights file, a config transformers cannot read, ...
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"cannot load a model from {src!r}: {msg}; re-save it (or run `rlalgos sft` for the base model)") from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

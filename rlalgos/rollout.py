@@ -44,6 +44,7 @@ class Rollout:
     group_size: int
     temperature: float = 1.0
     correct_key: str = "correct"
+    old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
     extras: dict = field(default_factory=dict)  # algorithm-owned per-row tensors (e.g. values)
 
     def __len__(self) -> int:
@@ -119,6 +120,7 @@ class Rollout:
             completion_mask=cat("completion_mask", T, False, 0),
             truncated=torch.cat([p.truncated for p in parts]),
             old_logprobs=cat("old_logprobs", T, False, 0.0),
+            old_entropy=cat("old_entropy", T, False, 0.0),
             ref_logprobs=cat("ref_logprobs", T, False, 0.0),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
@@ -219,16 +221,18 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
 
 
 @torch.no_grad()
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512) -> torch.Tensor:
-    """:func:`forward_logprobs` over a whole rollout in chunks, without grad. Returns (N, T)."""
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False):
+    """:func:`forward_logprobs` over a whole rollout in chunks, without grad.
+    Returns (N, T) log-probs, or ``(logprobs, entropy)`` with ``with_entropy``."""
     was_training = model.training
     model.eval()
     outs = []
     for i in range(0, len(ro), batch_size):
         s = slice(i, i + batch_size)
-        outs.append(forward_logprobs(model, ro.prompt_ids[s], ro.prompt_mask[s], ro.completion_ids[s], ro.completion_mask[s], ro.temperature)["logprobs"])
+        outs.append(forward_logprobs(model, ro.prompt_ids[s], ro.prompt_mask[s], ro.completion_ids[s], ro.completion_mask[s], ro.temperature, with_entropy=with_entropy))
     model.train(was_training)
-    return torch.cat(outs)
+    logp = torch.cat([o["logprobs"] for o in outs])
+    return (logp, torch.cat([o["entropy"] for o in outs])) if with_entropy else logp
 
 
 @torch.no_grad()
@@ -317,7 +321,7 @@ def rollout(
         extras={"pad_token_id": tokenizer.pad_token_id},
     )
     if old_logprobs:
-        ro.old_logprobs = batched_logprobs(policy, ro, sampling.batch_size)
+        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.batch_size, with_entropy=True)
     if ref_model is not None:
         ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.batch_size)
     return ro

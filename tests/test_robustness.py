@@ -149,3 +149,22 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert msg in err and err.count("\n") == 0 and "Traceback" not in err, (argv, err)
+
+
+def test_bad_files_via_cli(tmp_path, tiny_dir, capsys):
+    import shutil
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(tiny_dir, corrupt)
+    (corrupt / "model.safetensors").write_bytes(b"\x00" * 100)
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text('{"question": "1+1?", "answer": "#### 2"}\n{"question": "no answer"}\n')
+    cases = [
+        (["eval", "--model", str(corrupt)], "cannot load a model from"),
+        (["eval", "--model", str(tiny_dir), "--task", f"gsm8k:{gsm}"], "gsm.jsonl:2: missing field(s) answer"),
+        (["eval", "--model", str(tiny_dir), "--task", f"gsm8k:{tmp_path / 'nope.jsonl'}"], "is not a file"),
+    ]
+    for argv, msg in cases:
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert msg in err and "\n" not in err, (argv, err)

@@ -122,6 +122,8 @@ class Algorithm:
         N, cfg = len(ro), self.cfg
         logs: dict[str, list[float]] = {}
         first_pass: dict[str, float] = {}
+        if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
+            self._record_sampling_stats(ro, ro.old_logprobs, ro.old_entropy, first_pass)
         for epoch in range(cfg.epochs):
             order = torch.randperm(N, device=adv.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.device)
             for idx in order.chunk(cfg.minibatches):
@@ -130,15 +132,15 @@ class Algorithm:
                 micro = cfg.micro_batch_size or len(idx)
                 for sub in idx.split(micro):
                     mb = ro.select(sub)
-                    out = self.forward(mb, with_entropy=(epoch == 0))
+                    out = self.forward(mb, with_entropy=(epoch == 0 and ro.old_entropy is None))
                     old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                     loss, m = self.loss(mb, out, adv[sub], old)
                     # weight of this micro-batch in the minibatch mean
                     w = mb.completion_mask.sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / len(idx)
                     (loss * w).backward()
                     m["loss"] = loss.item()
-                    if epoch == 0:  # the policy that sampled: its entropy and KL
-                        self._record_sampling_stats(mb, out, first_pass)
+                    if epoch == 0 and ro.old_entropy is None:  # one update: this pass *is* the sampling policy
+                        self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
                     for k, v in m.items():
                         logs.setdefault(k, []).append(v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
@@ -160,13 +162,13 @@ class Algorithm:
         self.optimizer.step()
 
     @torch.no_grad()
-    def _record_sampling_stats(self, mb: Rollout, out: dict, acc: dict) -> None:
-        """Token-weighted sums of entropy and KL to the reference over the first pass."""
+    def _record_sampling_stats(self, mb: Rollout, logp: torch.Tensor, entropy: torch.Tensor, acc: dict) -> None:
+        """Token-weighted sums of the sampling policy's entropy and k3 KL to the reference."""
         mask = mb.completion_mask
         acc["_tokens"] = acc.get("_tokens", 0.0) + mask.sum().item()
-        acc["entropy"] = acc.get("entropy", 0.0) + core.masked_sum(out["entropy"], mask).item()
+        acc["entropy"] = acc.get("entropy", 0.0) + core.masked_sum(entropy.detach(), mask).item()
         if mb.ref_logprobs is not None:
-            kl = core.kl_estimate(out["logprobs"].detach(), mb.ref_logprobs, "k3")
+            kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")
             acc["kl"] = acc.get("kl", 0.0) + core.masked_sum(kl, mask).item()
 
     # ---- checkpointing ------------------------------------------------------ #
