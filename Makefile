@@ -21,16 +21,19 @@ demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --out-dir runs/demo
 
 test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode
-	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider tests
+	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks
 
 test-fast: install  ## skip the minutes-long learning tests
-	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" tests
+	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks
 
 sft: install  ## rebuild data/base_model with its fixed seed
 	$(BIN)/rlalgos sft
 
-lab: install
+lab: install  ## open the notebooks; read them in order 00 -> 06
 	$(BIN)/jupyter lab notebooks/
+
+notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)
+	cd notebooks && for nb in 0*.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=3600 $$nb || exit 1; done
 
 clean:
 	rm -rf runs $(VENV) .pytest_cache

@@ -25,6 +25,19 @@ TITLES = {
     "zero_std_frac": "zero-variance groups",
     "truncated_frac": "truncated completions",
     "eval_scratchpad_frac": "eval: share using the scratchpad",
+    "eval_pass@4": "eval pass@4",
+    "eval_pass@8": "eval pass@8",
+    "eval_completion_len": "eval completion length",
+    "ds_dropped_frac": "dynamic sampling: groups dropped",
+    "ds_extra_rounds": "dynamic sampling: extra rounds",
+    "step_seconds": "seconds per step",
+    "update_seconds": "update seconds per step",
+    "explained_variance": "critic explained variance",
+    "value_loss": "value loss",
+    "pg_loss": "policy-gradient loss",
+    "grad_norm": "gradient norm",
+    "clip_frac_high": "clip fraction (high side)",
+    "clip_frac_low": "clip fraction (low side)",
 }
 
 
