@@ -11,7 +11,7 @@ from rlalgos.train import TrainConfig, train
 # (algorithm, steps, required gain in sampled test accuracy, config overrides)
 CASES = [
     ("reinforce", 60, 0.10, {}),
-    ("ppo", 40, 0.10, {}),
+    ("ppo", 20, 0.10, {}),
     ("grpo", 60, 0.10, {}),
     ("dapo", 60, 0.10, {}),
 ]

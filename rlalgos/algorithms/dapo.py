@@ -38,7 +38,7 @@ class DAPOConfig(GRPOConfig):
     """GRPO plus the DAPO switches, with DAPO's values as defaults."""
 
     clip_high: float = 0.28
-    """Clip-higher: the upper bound is 1 + 0.28, wider than the lower 1 - 0.2."""
+    """Clip-higher: the upper bound is 1 + 0.28, wider than the lower 1 - 0.2. Like any clip it acts only once the policy moves inside a rollout: set minibatches or epochs > 1 (DAPO itself takes many minibatch steps per rollout)."""
     loss_agg: str = "token-mean"
     """Token-level loss: sum over all tokens / all tokens in the batch."""
     kl_coef: float = 0.0
