@@ -110,6 +110,14 @@ def cmd_sft(args):
     print(f"saved the base model to {args.out_dir}")
 
 
+def cmd_rm(args):
+    from .reward_model import RMConfig, train_reward_model
+
+    report = train_reward_model(_dataclass_from_args(RMConfig, args))
+    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
+    print(f"saved the reward model to {args.out_dir}")
+
+
 def cmd_data(args):
     from .tasks import make_addition_data
 
@@ -233,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sft", help="train the tiny base model by supervised fine-tuning and save it", description="Train the tiny base model from scratch on the addition task (fixed seed) and save it with save_pretrained.")
     add_dataclass_options(s, SFTConfig)
     s.set_defaults(fn=cmd_sft)
+
+    from .reward_model import RMConfig
+
+    s = sub.add_parser("rm", help="train a tiny reward model on base-model samples labelled by the rule reward", description="Sample completions from the base model, label them with the rule reward, train a sequence-classification reward model (Bradley-Terry pairs or BCE), report held-out AUC and pair accuracy, save it.")
+    add_dataclass_options(s, RMConfig)
+    s.set_defaults(fn=cmd_rm)
 
     s = sub.add_parser("data", help="regenerate the addition task's train/test jsonl", description="Write data/addition_{train,test}.jsonl with a fixed seed.")
     s.add_argument("--out-dir", default=str(Path(__file__).resolve().parent.parent / "data"), help="folder for the jsonl files")

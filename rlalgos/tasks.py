@@ -16,7 +16,7 @@ import json
 import math
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -224,6 +224,13 @@ class Task:
     rewards: RewardSet
     correct_key: str = "correct"
     max_new_tokens: int = 48
+
+    def with_rewards(self, rule_weight: float | None = None, extra: Sequence[tuple[str, RewardFn, float]] = ()) -> "Task":
+        """A copy whose correctness reward has weight ``rule_weight`` (0: logged
+        but not trained on) and with ``extra`` (name, fn, weight) rewards added,
+        e.g. a learned reward model. Accuracy is still judged by the rule."""
+        fns = [(n, f, rule_weight if (n == self.correct_key and rule_weight is not None) else w) for n, f, w in self.rewards.fns]
+        return replace(self, rewards=RewardSet(fns + list(extra)))
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list]:
         """Every field but ``prompt``, as lists (the ``**columns`` of reward functions)."""

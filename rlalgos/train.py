@@ -55,6 +55,12 @@ class TrainConfig:
     """Test prompts per evaluation (0 = the whole test split)."""
     eval_samples: int = 4
     """Sampled completions per test prompt: eval_accuracy is their mean (pass@1), and pass@k uses all of them."""
+    reward_model: str = ""
+    """Folder of a learned reward model (``rlalgos rm``) to add as the reward ``rm``; empty = rule rewards only."""
+    rm_weight: float = 1.0
+    """Weight of the reward model's score in the total reward."""
+    rule_weight: float = 1.0
+    """Weight of the rule (correctness) reward; 0 = train on the reward model alone (accuracy is still measured by the rule)."""
     save_every: int = 0
     """Write a checkpoint every this many steps (0 = only at the end)."""
     log_kl: bool = True
@@ -83,6 +89,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.rm_weight < 0 or self.rule_weight < 0:
+            raise ValueError(f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
+        if self.rule_weight == 0 and not self.reward_model:
+            raise ValueError("rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         if self.on_nonfinite not in ("stop", "skip"):
             raise ValueError(f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
         min_g = get_algorithm(self.algo).min_group_size
@@ -241,6 +251,11 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     algo_cfg = algo_cfg or make_config(cfg.algo)
     algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
     task = task or get_task(cfg.task)
+    if cfg.reward_model or cfg.rule_weight != 1.0:
+        from .reward_model import ModelReward
+
+        extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, cfg.device), cfg.rm_weight)] if cfg.reward_model else []
+        task = task.with_rewards(cfg.rule_weight, extra)
     run_dir = Path(cfg.out_dir)
     state = load_checkpoint_state(run_dir) if resume else None
     if not resume and run_dir.exists() and any(run_dir.iterdir()):
