@@ -26,6 +26,8 @@ TITLES = {
     "truncated_frac": "truncated completions",
     "eval_scratchpad_frac": "eval: share using the scratchpad",
     "eval_pass@4": "eval pass@4",
+    "reward/rm": "reward model score (the proxy)",
+    "reward/correct": "rule reward (correct)",
     "eval_pass@8": "eval pass@8",
     "eval_completion_len": "eval completion length",
     "ds_dropped_frac": "dynamic sampling: groups dropped",

@@ -143,8 +143,8 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
         out["eval_greedy_accuracy"] = g.correct.mean().item()
     if n_show:
         out["samples"] = [
-            {"prompt": p, "completion": c, "answer": r.get("answer"), "reward": float(x)}
-            for p, c, r, x in list(zip(ro.prompts, ro.completions, ro.rows, ro.rewards.tolist()))[: n_show * n_samples : n_samples]
+            {"prompt": p, "completion": c, "answer": r.get("answer"), "reward": float(x), "correct": float(y)}
+            for p, c, r, x, y in list(zip(ro.prompts, ro.completions, ro.rows, ro.rewards.tolist(), ro.correct.tolist()))[: n_show * n_samples : n_samples]
         ]
     return out
 

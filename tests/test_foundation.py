@@ -242,7 +242,7 @@ def test_loop_writes_jsonl_and_returns_dataframe(tmp_path, tiny_dir):
     assert logged["eval_accuracy"].notna().tolist() == [True, False, True, True]
     assert {"eval_greedy_accuracy", "eval_pass@2"} <= set(logged)
     samples = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
-    assert samples and {"step", "prompt", "completion", "reward"} <= set(samples[0])
+    assert samples and {"step", "prompt", "completion", "reward", "correct"} <= set(samples[0])
     assert (run / "checkpoint" / "config.json").exists() and (run / "checkpoint" / "trainer_state.pt").exists()
     assert json.loads((run / "config.json").read_text())["train"]["steps"] == 3
 
