@@ -16,7 +16,14 @@ import torch.nn.functional as F
 from transformers import GenerationConfig
 
 from . import core
-from .tasks import RewardSet
+from .tasks import RewardSet, reward_columns
+
+
+def pad_cat(tensors: Sequence[torch.Tensor], left: bool, value) -> torch.Tensor:
+    """Concatenate (n_i, L_i) tensors along dim 0, padding each to the longest L
+    on the left (prompts) or the right (completions) with ``value``."""
+    width = max(t.shape[1] for t in tensors)
+    return torch.cat([F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors])
 
 
 @dataclass
@@ -95,16 +102,11 @@ class Rollout:
         parts = [p for p in parts if len(p)]
         if len(parts) == 1:
             return parts[0]
-        P = max(p.prompt_ids.shape[1] for p in parts)
-        T = max(p.completion_ids.shape[1] for p in parts)
         pad_id = int(parts[0].extras.get("pad_token_id", 0))
 
-        def cat(name, width, left, value):
+        def cat(name, left, value):
             ts = [getattr(p, name) for p in parts]
-            if ts[0] is None:
-                return None
-            padded = [F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in ts]
-            return torch.cat(padded)
+            return None if ts[0] is None else pad_cat(ts, left, value)
 
         offset, groups = 0, []
         for p in parts:
@@ -114,14 +116,14 @@ class Rollout:
             prompts=sum((p.prompts for p in parts), []),
             completions=sum((p.completions for p in parts), []),
             rows=sum((p.rows for p in parts), []),
-            prompt_ids=cat("prompt_ids", P, True, pad_id),
-            prompt_mask=cat("prompt_mask", P, True, 0),
-            completion_ids=cat("completion_ids", T, False, pad_id),
-            completion_mask=cat("completion_mask", T, False, 0),
+            prompt_ids=cat("prompt_ids", True, pad_id),
+            prompt_mask=cat("prompt_mask", True, 0),
+            completion_ids=cat("completion_ids", False, pad_id),
+            completion_mask=cat("completion_mask", False, 0),
             truncated=torch.cat([p.truncated for p in parts]),
-            old_logprobs=cat("old_logprobs", T, False, 0.0),
-            old_entropy=cat("old_entropy", T, False, 0.0),
-            ref_logprobs=cat("ref_logprobs", T, False, 0.0),
+            old_logprobs=cat("old_logprobs", False, 0.0),
+            old_entropy=cat("old_entropy", False, 0.0),
+            ref_logprobs=cat("ref_logprobs", False, 0.0),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
             group_index=torch.cat(groups),
@@ -260,12 +262,8 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
         chunks.append((enc["input_ids"], enc["attention_mask"], out[:, P:]))
     model.train(was_training)
     pad = tokenizer.pad_token_id
-
-    def cat(k, left):
-        width = max(c[k].shape[1] for c in chunks)
-        return torch.cat([F.pad(c[k], (width - c[k].shape[1], 0) if left else (0, width - c[k].shape[1]), value=pad if k != 1 else 0) for c in chunks])
-
-    return cat(0, True), cat(1, True), cat(2, False)
+    ids, masks, completions = zip(*chunks)
+    return pad_cat(ids, True, pad), pad_cat(masks, True, 0), pad_cat(completions, False, pad)
 
 
 def rollout(
@@ -298,7 +296,7 @@ def rollout(
     completion_ids, mask = completion_ids[:, :T], mask[:, :T]
     completion_ids = torch.where(mask.bool(), completion_ids, torch.full_like(completion_ids, tokenizer.pad_token_id))
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
-    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
+    columns = reward_columns(rows)
     total, parts = rewards(prompts, texts, columns)
     device = completion_ids.device
     ro = Rollout(

@@ -169,6 +169,12 @@ def numeric_match_reward(prompts, completions, answer, **_) -> list[float]:
 RewardFn = Callable[..., list]
 
 
+def reward_columns(rows: Sequence[dict]) -> dict[str, list]:
+    """Every field but ``prompt``, as lists: the ``**columns`` reward functions receive."""
+    keys = [k for k in rows[0] if k != "prompt"] if rows else []
+    return {k: [r.get(k) for r in rows] for k in keys}
+
+
 @dataclass
 class RewardSet:
     """Several reward functions combined with weights.
@@ -232,10 +238,6 @@ class Task:
         fns = [(n, f, rule_weight if (n == self.correct_key and rule_weight is not None) else w) for n, f, w in self.rewards.fns]
         return replace(self, rewards=RewardSet(fns + list(extra)))
 
-    def columns(self, rows: Sequence[dict]) -> dict[str, list]:
-        """Every field but ``prompt``, as lists (the ``**columns`` of reward functions)."""
-        keys = [k for k in rows[0] if k != "prompt"] if rows else []
-        return {k: [r.get(k) for r in rows] for k in keys}
 
 
 def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -> Task:

@@ -354,8 +354,6 @@ def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
     (optionally a new total ``steps``). Optimizer, algorithm state, RNGs, prompt
     order and step counter are restored, so on CPU the rows match an
     uninterrupted run with the same seed."""
-    from .algorithms import get_algorithm as _get
-
     run_dir = Path(run_dir)
     path = run_dir / "config.json"
     if not path.exists():
@@ -365,7 +363,7 @@ def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
     cfg.out_dir = str(run_dir)
     if steps is not None:
         cfg.steps = steps
-    algo_cfg = _get(cfg.algo).Config(**saved["algo"])
+    algo_cfg = get_algorithm(cfg.algo).Config(**saved["algo"])
     return train(cfg, algo_cfg, resume=True)
 
 

@@ -130,6 +130,7 @@ class Algorithm:
                 self.optimizer.zero_grad(set_to_none=True)
                 mb_tokens = ro.completion_mask[idx].sum().clamp(min=1.0)
                 micro = cfg.micro_batch_size or len(idx)
+                finite = True  # every micro-batch loss of this optimizer step
                 for sub in idx.split(micro):
                     mb = ro.select(sub)
                     out = self.forward(mb, with_entropy=(epoch == 0 and ro.old_entropy is None))
@@ -139,13 +140,14 @@ class Algorithm:
                     w = mb.completion_mask.sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / len(idx)
                     (loss * w).backward()
                     m["loss"] = loss.item()
+                    finite = finite and math.isfinite(m["loss"])
                     if epoch == 0 and ro.old_entropy is None:  # one update: this pass *is* the sampling policy
                         self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
                     for k, v in m.items():
                         logs.setdefault(k, []).append(v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
                 logs.setdefault("grad_norm", []).append(grad_norm.item())
-                if torch.isfinite(grad_norm) and all(math.isfinite(x) for x in logs["loss"][-len(idx.split(micro)):]):
+                if finite and torch.isfinite(grad_norm):
                     self.step_optimizer()
                 else:  # never let NaN/inf into the weights
                     self.optimizer.zero_grad(set_to_none=True)

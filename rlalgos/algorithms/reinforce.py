@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import core
-from ..rollout import Rollout
+from ..rollout import Rollout, batched_logprobs
 from .base import AlgoConfig, Algorithm
 
 BASELINES = ("none", "batch", "rloo")
@@ -52,14 +52,10 @@ class Reinforce(Algorithm):
         r = ro.rewards
         if self.cfg.kl_coef > 0:
             # the sampling policy's log-probs: the rollout's, or one no-grad pass now
-            logp = ro.old_logprobs if ro.old_logprobs is not None else self._logprobs_now(ro)
+            logp = ro.old_logprobs if ro.old_logprobs is not None else batched_logprobs(self.policy, ro)
             kl = core.kl_estimate(logp, ro.ref_logprobs, self.cfg.kl_estimator)  # (N, T)
             r = r - self.cfg.kl_coef * core.masked_sum(kl, ro.completion_mask, dim=-1)
         return r
-
-    @torch.no_grad()
-    def _logprobs_now(self, ro: Rollout) -> torch.Tensor:
-        return self.forward(ro, with_entropy=False)["logprobs"]
 
     def advantages(self, ro: Rollout) -> torch.Tensor:
         r = self.shaped_rewards(ro)  # (N,)
