@@ -234,6 +234,7 @@ def policy_loss(
     clip_low: float | None = 0.2,
     clip_high: float | None = 0.2,
     agg: str = "token-mean",
+    max_len: int | None = None,
 ):
     """The (clipped) surrogate policy loss.
 
@@ -246,6 +247,7 @@ def policy_loss(
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)
     mask:           (B, T)
+    max_len: the constant ``L_max`` of ``seq-mean-token-sum-norm`` (default: T)
     returns: (loss, metrics) with ``clip_frac`` (share of valid tokens where the
     clipped term is the larger, i.e. the gradient is cut), ``clip_frac_low``
     (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high)
@@ -268,7 +270,7 @@ def policy_loss(
         clipped_mask = clipped > unclipped
         low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
         high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
-    loss = aggregate_loss(loss_mat, mask, agg)
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
     with torch.no_grad():
         metrics = {
             "clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item(),
@@ -280,7 +282,7 @@ def policy_loss(
     return loss, metrics
 
 
-def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean"):
+def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean", max_len: int | None = None):
     """PPO's clipped value loss.
 
     ``v_clip = old_values + clip(values - old_values, -clip, clip)``;
@@ -299,7 +301,7 @@ def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Te
         err_clip = (v_clip - returns) ** 2
         loss_mat = 0.5 * torch.maximum(err, err_clip)
         clipped_mask = err_clip > err
-    loss = aggregate_loss(loss_mat, mask, agg)
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
     return loss, {"value_clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item()}
 
 

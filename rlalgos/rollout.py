@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Sequence
 
+import time
+
 import torch
 import torch.nn.functional as F
-from transformers import GenerationConfig
+from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
 from . import core
 from .tasks import RewardSet, reward_columns
@@ -53,6 +55,7 @@ class Rollout:
     correct_key: str = "correct"
     old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
     extras: dict = field(default_factory=dict)  # algorithm-owned per-row tensors (e.g. values)
+    seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -72,6 +75,12 @@ class Rollout:
     @property
     def lengths(self) -> torch.Tensor:  # (N,) completion lengths in tokens (incl. EOS)
         return self.completion_mask.sum(-1)
+
+    def length_key(self) -> torch.Tensor:
+        """(N,) sort key for :func:`length_buckets`: completion length, then prompt length
+        (a bucket is as wide as its longest prompt plus its longest completion)."""
+        P = self.prompt_mask.shape[1]
+        return self.completion_mask.sum(-1).long() * (P + 1) + self.prompt_mask.sum(-1).long()
 
     @property
     def correct(self) -> torch.Tensor:  # (N,) 1.0 where the answer is right
@@ -94,6 +103,28 @@ class Rollout:
             else:
                 out[f.name] = v
         return Rollout(**out)
+
+    def trimmed(self) -> "Rollout":
+        """The same rows without all-padding columns: prompt columns on the left
+        that no row uses, completion columns on the right after every row ended.
+        Per-token extras (N, T) are cut like the completion."""
+        P = max(int(self.prompt_mask.sum(-1).max().item()), 1) if len(self) else 1
+        T = max(int(self.completion_mask.sum(-1).max().item()), 1) if len(self) else 1
+        if P == self.prompt_ids.shape[1] and T == self.completion_ids.shape[1]:
+            return self
+        T0 = self.completion_ids.shape[1]
+        per_token = lambda t: t[:, :T] if isinstance(t, torch.Tensor) and t.dim() == 2 and t.shape == (len(self), T0) else t  # noqa: E731
+        return replace(
+            self,
+            prompt_ids=self.prompt_ids[:, -P:],
+            prompt_mask=self.prompt_mask[:, -P:],
+            completion_ids=self.completion_ids[:, :T],
+            completion_mask=self.completion_mask[:, :T],
+            old_logprobs=per_token(self.old_logprobs),
+            ref_logprobs=per_token(self.ref_logprobs),
+            old_entropy=per_token(self.old_entropy),
+            extras={k: per_token(v) for k, v in self.extras.items()},
+        )
 
     @staticmethod
     def concat(parts: Sequence["Rollout"]) -> "Rollout":
@@ -131,6 +162,7 @@ class Rollout:
             temperature=parts[0].temperature,
             correct_key=parts[0].correct_key,
             extras={k: v for k, v in parts[0].extras.items() if not isinstance(v, torch.Tensor)},
+            seconds={k: sum(p.seconds.get(k, 0.0) for p in parts) for k in parts[0].seconds},
         )
 
     def with_rewards(self, rewards: torch.Tensor) -> "Rollout":
@@ -166,7 +198,10 @@ class SamplingConfig:
     top_p: float = 1.0
     """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
     batch_size: int = 512
-    """Sequences per ``generate`` call (lower it for big models)."""
+    """Sequences per sampling call and per no-grad scoring pass (lower it for big models)."""
+    sampler: str = "compact"
+    """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
+    ``hf``: transformers' ``generate``. Same distribution either way."""
 
 
 def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]):
@@ -222,44 +257,125 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     return res
 
 
+def length_buckets(lengths: torch.Tensor, n_buckets: int, max_rows: int = 0) -> list[torch.Tensor]:
+    """Row indices sorted by length and cut into ``n_buckets`` runs of neighbours
+    (more if a run would exceed ``max_rows`` > 0). Forward passes over a bucket
+    then pad only to that bucket's longest row instead of the batch's.
+
+    lengths: (N,) a sort key, e.g. :meth:`Rollout.length_key`; returns a list of
+    1-D index tensors that together cover 0..N-1 once.
+    """
+    order = torch.argsort(lengths, stable=True)
+    n = max(1, min(n_buckets, len(order)))
+    if max_rows > 0:
+        n = max(n, -(-len(order) // max_rows))
+    return [b for b in order.tensor_split(n) if len(b)]
+
+
 @torch.no_grad()
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False):
-    """:func:`forward_logprobs` over a whole rollout in chunks, without grad.
-    Returns (N, T) log-probs, or ``(logprobs, entropy)`` with ``with_entropy``."""
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4):
+    """:func:`forward_logprobs` over a whole rollout without grad, in ``buckets``
+    runs of similar length (each at most ``batch_size`` rows) trimmed of padding.
+    Returns (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
     was_training = model.training
     model.eval()
-    outs = []
-    for i in range(0, len(ro), batch_size):
-        s = slice(i, i + batch_size)
-        outs.append(forward_logprobs(model, ro.prompt_ids[s], ro.prompt_mask[s], ro.completion_ids[s], ro.completion_mask[s], ro.temperature, with_entropy=with_entropy))
+    logp = torch.zeros(ro.completion_ids.shape, dtype=torch.float32, device=ro.completion_ids.device)  # (N, T)
+    ent = torch.zeros_like(logp)
+    for idx in length_buckets(ro.length_key(), buckets, batch_size):
+        mb = ro.select(idx).trimmed()
+        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy)
+        T, m = mb.completion_ids.shape[1], mb.completion_mask  # padding positions stay 0
+        logp[idx, :T] = out["logprobs"].float() * m
+        if with_entropy:
+            ent[idx, :T] = out["entropy"].float() * m
     model.train(was_training)
-    logp = torch.cat([o["logprobs"] for o in outs])
-    return (logp, torch.cat([o["entropy"] for o in outs])) if with_entropy else logp
+    return (logp, ent) if with_entropy else logp
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False):
-    """Batched ``generate`` with the KV cache. Returns (prompt_ids, prompt_mask, completion_ids)
-    with prompts left-padded and completions right-padded with the pad token."""
+def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1, compact_frac: float = 0.0625):
+    """Sample ``n`` completions per prompt with the KV cache, like
+    ``model.generate(do_sample=True, top_k=0, num_return_sequences=n)``, in less time:
+
+    * each prompt goes through the model once; its cache is then copied ``n`` times;
+    * once ``compact_frac`` of the rows still in the batch have emitted EOS, those
+      rows (and their cache) leave the batch, so the late steps only pay for the
+      completions still being written.
+
+    The distribution of every token is the same as ``generate``'s (the
+    temperature and top-p warpers are transformers' own).
+
+    input_ids, attention_mask: (B, P) left-padded prompts
+    returns: (B * n, max_new_tokens) completion ids; row ``b * n + j`` is sample
+    ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``.
+    """
+    eos = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id], device=input_ids.device)
+    warp = LogitsProcessorList()
+    if not greedy and temperature != 1.0:
+        warp.append(TemperatureLogitsWarper(temperature))
+    if not greedy and top_p < 1.0:
+        warp.append(TopPLogitsWarper(top_p))
+    cache = DynamicCache()
+    position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, P) as generate counts them
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    logits = out.logits[:, -1]  # (B, V)
+    if n > 1:  # one prefill per prompt, then n copies of its cache
+        cache.batch_repeat_interleave(n)
+        logits, attention_mask, position_ids = (t.repeat_interleave(n, dim=0) for t in (logits, attention_mask, position_ids))
+    N = logits.shape[0]
+    tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=input_ids.dtype, device=input_ids.device)  # (N, T)
+    rows = torch.arange(N, device=input_ids.device)  # which output row each batch row writes
+    next_pos = position_ids[:, -1] + 1  # (N,)
+    for t in range(max_new_tokens):
+        if greedy:
+            nxt = logits.argmax(-1)
+        else:
+            probs = torch.softmax(warp(None, logits.float()), dim=-1)  # (n_live, V)
+            nxt = torch.multinomial(probs, 1).squeeze(1)
+        tokens[rows, t] = nxt
+        live = ~torch.isin(nxt, eos)  # (n_live,)
+        n_live = int(live.sum())
+        if n_live == 0 or t == max_new_tokens - 1:
+            break
+        if len(rows) - n_live >= max(1, int(compact_frac * len(rows))):  # drop finished rows
+            keep = live.nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            rows, attention_mask, next_pos, nxt = rows[keep], attention_mask[keep], next_pos[keep], nxt[keep]
+        attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(rows), 1)], dim=1)
+        out = model(input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), past_key_values=cache, use_cache=True)
+        logits = out.logits[:, -1]
+        next_pos = next_pos + 1
+    # a row that finished earlier but stayed in the batch kept sampling: blank what follows its EOS
+    mask, _ = completion_mask_from_ids(tokens, eos_token_id)
+    return torch.where(mask.bool(), tokens, torch.full_like(tokens, pad_token_id))
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False, n: int = 1):
+    """Batched sampling with the KV cache: ``n`` completions for every prompt.
+    Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
+    rows (the n samples of a prompt adjacent), prompts left-padded and
+    completions right-padded with the pad token. ``sampling.sampler`` picks
+    :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``)."""
     device = next(model.parameters()).device
-    gen_cfg = GenerationConfig(
-        do_sample=not greedy,
-        temperature=None if greedy else sampling.temperature,
-        top_p=None if greedy else sampling.top_p,
-        top_k=None if greedy else 0,
-        max_new_tokens=sampling.max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
     was_training = model.training
     model.eval()
     chunks = []
-    for i in range(0, len(prompts), sampling.batch_size):
-        enc = tokenizer(list(prompts[i : i + sampling.batch_size]), return_tensors="pt", padding=True).to(device)
-        out = model.generate(**enc, generation_config=gen_cfg)
-        P = enc["input_ids"].shape[1]
-        chunks.append((enc["input_ids"], enc["attention_mask"], out[:, P:]))
+    per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
+    for i in range(0, len(prompts), per_call):
+        enc = tokenizer(list(prompts[i : i + per_call]), return_tensors="pt", padding=True).to(device)
+        if sampling.sampler == "hf":
+            ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
+            gen_cfg = GenerationConfig(
+                do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
+                top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+            )
+            completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
+        else:
+            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id,
+                                            sampling.temperature, sampling.top_p, greedy=greedy, n=n)
+        chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
     model.train(was_training)
     pad = tokenizer.pad_token_id
     ids, masks, completions = zip(*chunks)
@@ -286,18 +402,19 @@ def rollout(
     ref_model: if given, also record its log-probs (for KL).
     """
     sampling = sampling or SamplingConfig()
-    rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent
+    t0 = time.perf_counter()
+    prompt_ids, prompt_mask, completion_ids = generate(policy, tokenizer, [r["prompt"] for r in rows], sampling, greedy=greedy, n=group_size)
+    rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent (as generate returns them)
     prompts = [r["prompt"] for r in rows]
-    prompt_ids, prompt_mask, completion_ids = generate(policy, tokenizer, prompts, sampling, greedy=greedy)
-    eos = tokenizer.eos_token_id
-    mask, truncated = completion_mask_from_ids(completion_ids, eos)
+    mask, truncated = completion_mask_from_ids(completion_ids, tokenizer.eos_token_id)
     # drop all-padding columns (every sequence ended earlier)
     T = max(int(mask.sum(-1).max().item()), 1)
     completion_ids, mask = completion_ids[:, :T], mask[:, :T]
     completion_ids = torch.where(mask.bool(), completion_ids, torch.full_like(completion_ids, tokenizer.pad_token_id))
+    t1 = time.perf_counter()
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
-    columns = reward_columns(rows)
-    total, parts = rewards(prompts, texts, columns)
+    total, parts = rewards(prompts, texts, reward_columns(rows))
+    t2 = time.perf_counter()
     device = completion_ids.device
     ro = Rollout(
         prompts=prompts,
@@ -322,4 +439,5 @@ def rollout(
         ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.batch_size, with_entropy=True)
     if ref_model is not None:
         ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.batch_size)
+    ro.seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
     return ro

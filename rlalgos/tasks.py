@@ -260,6 +260,8 @@ def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = Non
     path = Path(source)
     if path.exists():
         raw = read_jsonl(path, ("question", "answer"))
+    elif path.suffix in (".jsonl", ".json") or path.is_absolute() or str(source).startswith("."):
+        raise FileNotFoundError(f"{source} is not a file; give a jsonl of question/answer rows or a dataset name such as openai/gsm8k")
     else:
         try:
             import datasets  # optional: only for hub names

@@ -49,6 +49,8 @@ class TrainConfig:
     """Longest completion in tokens; 0 = the task's default (48 for addition)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval."""
+    sampler: str = "compact"
+    """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
     eval_every: int = 20
     """Evaluate on the test split every this many steps (and before the first and after the last)."""
     eval_prompts: int = 200
@@ -93,6 +95,8 @@ class TrainConfig:
             raise ValueError(f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
         if self.rule_weight == 0 and not self.reward_model:
             raise ValueError("rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
+        if self.sampler not in ("compact", "hf"):
+            raise ValueError(f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
         if self.on_nonfinite not in ("stop", "skip"):
             raise ValueError(f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
         min_g = get_algorithm(self.algo).min_group_size
@@ -274,7 +278,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
     algo = algo_cls(policy, algo_cfg, ref_model=ref_model, tokenizer=tokenizer)
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature)
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler)
     algo.total_steps, algo.max_new_tokens, algo.temperature = cfg.steps, sampling.max_new_tokens, cfg.temperature
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
@@ -321,6 +325,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
             row = {"step": step, **ro.stats(), **info, **m}
+            row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
             row["tokens_per_second"] = ro.lengths.sum().item() / max(t2 - t0, 1e-9)

@@ -57,13 +57,11 @@ def test_reward_function_wrong_length_or_nan(tmp_path, tiny_dir):
 def test_nonfinite_gradient_stops_and_keeps_rows_and_weights(tmp_path, tiny_dir, monkeypatch):
     from rlalgos.algorithms.reinforce import Reinforce
 
-    calls = {"n": 0}
     orig = Reinforce.loss
 
-    def poisoned(self, mb, out, adv, old):
+    def poisoned(self, mb, out, adv, old):  # NaN in the update of step 3 (two updates done before it)
         loss, m = orig(self, mb, out, adv, old)
-        calls["n"] += 1
-        return (loss * float("nan") if calls["n"] == 3 else loss), m
+        return (loss * float("nan") if self.step_count == 2 else loss), m
 
     monkeypatch.setattr(Reinforce, "loss", poisoned)
     cfg = cfg_for(tmp_path, tiny_dir, save_every=1)
@@ -83,12 +81,11 @@ def test_nonfinite_gradient_stops_and_keeps_rows_and_weights(tmp_path, tiny_dir,
 def test_nonfinite_skip_goes_on(tmp_path, tiny_dir, monkeypatch):
     from rlalgos.algorithms.reinforce import Reinforce
 
-    orig, calls = Reinforce.loss, {"n": 0}
+    orig = Reinforce.loss
 
-    def poisoned(self, mb, out, adv, old):
+    def poisoned(self, mb, out, adv, old):  # inf in the update of step 2
         loss, m = orig(self, mb, out, adv, old)
-        calls["n"] += 1
-        return (loss * float("inf") if calls["n"] == 2 else loss), m
+        return (loss * float("inf") if self.step_count == 1 else loss), m
 
     monkeypatch.setattr(Reinforce, "loss", poisoned)
     df = train(cfg_for(tmp_path, tiny_dir, on_nonfinite="skip"))

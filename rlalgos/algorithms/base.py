@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from .. import core
-from ..rollout import Rollout, forward_logprobs
+from ..rollout import Rollout, forward_logprobs, length_buckets
 
 
 @dataclass
@@ -35,7 +35,10 @@ class AlgoConfig:
     minibatches: int = 1
     """Optimizer steps per epoch; the rollout is shuffled and split into this many parts."""
     micro_batch_size: int = 0
-    """Sequences per forward/backward (gradient accumulation); 0 = the whole minibatch at once."""
+    """At most this many sequences per forward/backward (gradient accumulation); 0 = no limit."""
+    length_buckets: int = 4
+    """Forward/backward passes per minibatch: its rows sorted by length and cut into this many
+    runs, each padded only to its own longest row. Same gradient, less padding; 1 = one pass."""
     loss_agg: str = "token-mean"
     """How the per-token loss becomes a scalar: token-mean, seq-mean-token-mean or seq-mean-token-sum-norm."""
     kl_coef: float = 0.0
@@ -52,7 +55,9 @@ class AlgoConfig:
         if num_sequences % self.minibatches:
             raise ValueError(f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size")
         if self.micro_batch_size < 0:
-            raise ValueError("micro_batch_size must be >= 0 (0 = no accumulation)")
+            raise ValueError("micro_batch_size must be >= 0 (0 = no limit)")
+        if self.length_buckets < 1:
+            raise ValueError(f"length_buckets must be >= 1, got {self.length_buckets}")
         if self.loss_agg not in core.LOSS_AGG_MODES:
             raise ValueError(f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(core.LOSS_AGG_MODES)}")
         if self.kl_coef < 0:
@@ -102,6 +107,15 @@ class Algorithm:
         """Scalar loss and metrics for one (micro)batch. ``out`` is :func:`forward_logprobs`'s dict."""
         raise NotImplementedError
 
+    @property
+    def max_len(self) -> int | None:
+        """``L_max`` of ``seq-mean-token-sum-norm``: the generation budget, the same for every batch."""
+        return self.max_new_tokens or None
+
+    def loss_mask(self, mb: Rollout) -> torch.Tensor:
+        """Which tokens the loss counts, (N, T): every completion token (DAPO masks some out)."""
+        return mb.completion_mask
+
     # ---- the shared update loop --------------------------------------------- #
 
     def wants_entropy_grad(self) -> bool:
@@ -124,27 +138,31 @@ class Algorithm:
         first_pass: dict[str, float] = {}
         if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
             self._record_sampling_stats(ro, ro.old_logprobs, ro.old_entropy, first_pass)
+        loss_tokens = self.loss_mask(ro).sum(-1)  # (N,) tokens each row adds to a token-mean
+        lengths = ro.length_key()  # (N,) sort key for the length buckets
         for epoch in range(cfg.epochs):
             order = torch.randperm(N, device=adv.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.device)
             for idx in order.chunk(cfg.minibatches):
                 self.optimizer.zero_grad(set_to_none=True)
-                mb_tokens = ro.completion_mask[idx].sum().clamp(min=1.0)
-                micro = cfg.micro_batch_size or len(idx)
-                finite = True  # every micro-batch loss of this optimizer step
-                for sub in idx.split(micro):
-                    mb = ro.select(sub)
+                mb_tokens = loss_tokens[idx].sum().clamp(min=1e-8)
+                finite, mb_logs = True, {}  # every micro-batch loss is finite; metrics weighted like the loss
+                for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
+                    mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
+                    a = adv[sub][:, : mb.completion_ids.shape[1]]  # (n, T') or (n, 1)
                     out = self.forward(mb, with_entropy=(epoch == 0 and ro.old_entropy is None))
                     old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
-                    loss, m = self.loss(mb, out, adv[sub], old)
-                    # weight of this micro-batch in the minibatch mean
-                    w = mb.completion_mask.sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / len(idx)
+                    loss, m = self.loss(mb, out, a, old)
+                    # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
+                    w = loss_tokens[sub].sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / len(idx)
                     (loss * w).backward()
                     m["loss"] = loss.item()
                     finite = finite and math.isfinite(m["loss"])
                     if epoch == 0 and ro.old_entropy is None:  # one update: this pass *is* the sampling policy
                         self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
-                    for k, v in m.items():
-                        logs.setdefault(k, []).append(v)
+                    for k, v in m.items():  # the weights sum to 1 over the minibatch
+                        mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
+                for k, v in mb_logs.items():
+                    logs.setdefault(k, []).append(v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
                 logs.setdefault("grad_norm", []).append(grad_norm.item())
                 if finite and torch.isfinite(grad_norm):

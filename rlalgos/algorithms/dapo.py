@@ -163,21 +163,26 @@ class DAPO(GRPO):
     # ---- reward shaping and loss mask --------------------------------------- #
 
     def advantages(self, ro: Rollout) -> torch.Tensor:
+        if self.cfg.dynamic_sampling == "downweight":  # per row, while the whole groups are at hand
+            ro.extras["loss_weight"] = self._group_weights(ro)
         if self.cfg.overlong_penalty and self.max_new_tokens:
             pen = core.overlong_penalty(ro.lengths, self.max_new_tokens, min(self.cfg.overlong_buffer, self.max_new_tokens))
             self._overlong = pen.mean().item()
             ro = ro.with_rewards(ro.rewards + pen)
         return super().advantages(ro)
 
+    def _group_weights(self, ro: Rollout) -> torch.Tensor:
+        """(N,) degenerate_weight for rows of zero-variance groups, 1 elsewhere."""
+        degenerate = (ro.group_std() == 0).repeat_interleave(ro.group_size)
+        return torch.where(degenerate, self.cfg.degenerate_weight, 1.0).to(ro.completion_mask.dtype)
+
     def loss_mask(self, mb: Rollout) -> torch.Tensor:
         mask = mb.completion_mask
         if self.cfg.overlong_filter:
             mask = mask * (~mb.truncated).unsqueeze(-1).to(mask.dtype)
         if self.cfg.dynamic_sampling == "downweight":
-            degenerate = (mb.group_std() == 0).repeat_interleave(mb.group_size) if len(mb) % mb.group_size == 0 else None
-            if degenerate is not None:
-                w = torch.where(degenerate, self.cfg.degenerate_weight, 1.0).to(mask.dtype)
-                mask = mask * w.unsqueeze(-1)
+            w = mb.extras["loss_weight"] if "loss_weight" in mb.extras else self._group_weights(mb)  # (N,)
+            mask = mask * w.unsqueeze(-1)
         return mask
 
     # ---- loss: GRPO's, minus the entropy bonus while the monitor fires ------ #
@@ -188,7 +193,7 @@ class DAPO(GRPO):
     def loss(self, mb, out, adv, old_logp):
         loss, m = super().loss(mb, out, adv, old_logp)
         if self.wants_entropy_grad():
-            loss = loss - self.cfg.entropy_coef * core.aggregate_loss(out["entropy"], self.loss_mask(mb), self.cfg.loss_agg)
+            loss = loss - self.cfg.entropy_coef * core.aggregate_loss(out["entropy"], self.loss_mask(mb), self.cfg.loss_agg, self.max_len)
         return loss, m
 
     # ---- entropy monitor ------------------------------------------------------ #

@@ -80,21 +80,17 @@ class GRPO(Reinforce):
             adv = core.group_advantages(r, ro.group_size, self.cfg.adv_scale, self.cfg.adv_eps)
         return adv.unsqueeze(-1)  # (N, 1): one advantage per answer, shared by its tokens
 
-    def loss_mask(self, mb: Rollout) -> torch.Tensor:
-        """Which tokens the loss counts (DAPO masks some out). (N, T)"""
-        return mb.completion_mask
-
     def kl_coef_now(self) -> float:
         """beta for this step (constant here; DAPO can schedule it)."""
         return self.cfg.kl_coef
 
     def loss(self, mb: Rollout, out: dict, adv: torch.Tensor, old_logp: torch.Tensor):
         logp, mask = out["logprobs"], self.loss_mask(mb)  # (N, T)
-        pg, m = core.policy_loss(logp, old_logp, adv, mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg)
+        pg, m = core.policy_loss(logp, old_logp, adv, mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len)
         loss, beta = pg, self.kl_coef_now()
         if beta > 0:  # k3 KL to the reference, inside the loss
             kl = core.kl_estimate(logp, mb.ref_logprobs, self.cfg.kl_estimator)  # (N, T)
-            kl_loss = core.aggregate_loss(kl, mask, self.cfg.loss_agg)
+            kl_loss = core.aggregate_loss(kl, mask, self.cfg.loss_agg, self.max_len)
             loss = loss + beta * kl_loss
             m["kl_loss"] = kl_loss.item()
         m["pg_loss"], m["kl_coef"] = pg.item(), beta

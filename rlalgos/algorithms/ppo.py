@@ -120,8 +120,8 @@ class PPO(Reinforce):
 
     def loss(self, mb: Rollout, out: dict, adv: torch.Tensor, old_logp: torch.Tensor):
         mask = mb.completion_mask
-        pg, m = core.policy_loss(out["logprobs"], old_logp, adv, mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg)
-        vl, vm = core.value_loss(self.values(mb), mb.extras["old_values"], mb.extras["returns"], mask, self.cfg.value_clip, self.cfg.loss_agg)
+        pg, m = core.policy_loss(out["logprobs"], old_logp, adv, mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len)
+        vl, vm = core.value_loss(self.values(mb), mb.extras["old_values"], mb.extras["returns"], mask, self.cfg.value_clip, self.cfg.loss_agg, self.max_len)
         m.update(vm, pg_loss=pg.item(), value_loss=vl.item())
         return pg + self.cfg.vf_coef * vl, m
 

@@ -67,6 +67,6 @@ class Reinforce(Algorithm):
 
     def loss(self, mb: Rollout, out: dict, adv: torch.Tensor, old_logp: torch.Tensor):
         # no clipping: -A * ratio, whose gradient at ratio = 1 is -A * grad log pi
-        loss, m = core.policy_loss(out["logprobs"], old_logp, adv, mb.completion_mask, clip_low=None, clip_high=None, agg=self.cfg.loss_agg)
+        loss, m = core.policy_loss(out["logprobs"], old_logp, adv, mb.completion_mask, clip_low=None, clip_high=None, agg=self.cfg.loss_agg, max_len=self.max_len)
         m["pg_loss"] = loss.item()
         return loss, m
