@@ -1,10 +1,11 @@
-"""Helpers the benchmark scripts share: what machine a number came from, and a
-timer around ``model.generate``."""
+"""Helpers the benchmark scripts share: what machine a number came from, how
+much of a stretch of time was spent inside model passes, and peak memory."""
 
 from __future__ import annotations
 
 import os
 import platform
+import resource
 import time
 
 import torch
@@ -19,17 +20,61 @@ def machine_info() -> dict:
     return info
 
 
-def timed_generate(model) -> list[float]:
-    """Wrap ``model.generate`` so every call's wall time is appended to the returned list."""
-    times: list[float] = []
-    inner = model.generate
+def peak_memory_mb() -> float:
+    """Peak memory of this process so far: GPU memory allocated by torch on CUDA,
+    else the resident set size (Linux reports it in KiB)."""
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    def generate(*args, **kwargs):
-        t0 = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            times.append(time.perf_counter() - t0)
 
-    model.generate = generate
-    return times
+class ModelTimer:
+    """Seconds spent inside model forward passes (the outermost ``nn.Module`` call:
+    policy, reference, critic, reward model; generation steps included) and inside
+    ``Tensor.backward``. Everything else in a step is overhead.
+
+    Usage: ``with ModelTimer() as mt: ...``; then ``mt.forward``, ``mt.backward``.
+    """
+
+    def __init__(self):
+        self.forward = self.backward = 0.0
+        self._depth = 0
+
+    def _sync(self):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    def __enter__(self):
+        timer, call, backward = self, torch.nn.Module.__call__, torch.Tensor.backward
+        self._saved = (call, backward)
+
+        def timed_call(module, *args, **kwargs):
+            if timer._depth:
+                return call(module, *args, **kwargs)
+            timer._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return call(module, *args, **kwargs)
+            finally:
+                timer._sync()
+                timer.forward += time.perf_counter() - t0
+                timer._depth -= 1
+
+        def timed_backward(tensor, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return backward(tensor, *args, **kwargs)
+            finally:
+                timer._sync()
+                timer.backward += time.perf_counter() - t0
+
+        torch.nn.Module.__call__, torch.Tensor.backward = timed_call, timed_backward
+        return self
+
+    def __exit__(self, *exc):
+        torch.nn.Module.__call__, torch.Tensor.backward = self._saved
+        return False
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward

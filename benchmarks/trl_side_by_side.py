@@ -27,11 +27,27 @@ import time
 
 import torch
 
-from _common import machine_info, timed_generate
+from _common import ModelTimer, machine_info
 from rlalgos.algorithms import make_config
 from rlalgos.model import BASE_MODEL_DIR, load_policy
 from rlalgos.tasks import addition_task, correctness_reward
-from rlalgos.train import TrainConfig, evaluate, train
+from rlalgos.train import PromptSampler, TrainConfig, evaluate, train
+
+
+def timed_generate(model) -> list[float]:
+    """Wrap ``model.generate`` so every call's wall time is appended to the returned list."""
+    times: list[float] = []
+    inner = model.generate
+
+    def generate(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - t0)
+
+    model.generate = generate
+    return times
 
 
 def trl_trainer(args, out_dir: str, steps: int, seed: int):
@@ -41,13 +57,14 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
     from trl import GRPOConfig, GRPOTrainer
 
     policy, tok = load_policy(BASE_MODEL_DIR, "cpu")
-    task = addition_task()
-    data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in task.train])
+    # the prompts rlalgos draws with this seed, in its order, so step k sees the same 16 prompts in both
+    draw = PromptSampler(addition_task().train, seed)
+    data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for _ in range(steps) for r in draw(args.prompts)])
     n = args.prompts * args.group_size
     cfg = GRPOConfig(
         output_dir=out_dir, max_steps=steps, per_device_train_batch_size=n, gradient_accumulation_steps=1,
         num_generations=args.group_size, max_completion_length=args.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
-        beta=0.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.2, num_iterations=1, scale_rewards="group",
+        beta=0.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.2, num_iterations=1, scale_rewards="group", shuffle_dataset=False,
         learning_rate=1e-4, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
         use_cpu=True, bf16=False, fp16=False, report_to="none", logging_steps=1, save_strategy="no",
         seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True, log_completions=False,
@@ -70,9 +87,10 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
 def run_trl(args, steps: int, seed: int = 0):
     with tempfile.TemporaryDirectory() as d:
         trainer, times, gen_times = trl_trainer(args, d, steps, seed)
-        trainer.train()
+        with ModelTimer() as mt:
+            trainer.train()
         rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
-        return trainer.model, times, gen_times, rewards
+        return trainer.model, times, gen_times, rewards, mt.total / sum(times)
 
 
 def run_rlalgos(args, steps: int, seed: int = 0):
@@ -81,8 +99,11 @@ def run_rlalgos(args, steps: int, seed: int = 0):
     with tempfile.TemporaryDirectory() as d:
         cfg = TrainConfig(algo="grpo", steps=steps, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
                           eval_every=0, eval_prompts=1, eval_samples=1, log_kl=False, seed=seed, out_dir=d, progress=False)
-        df = train(cfg, algo, policy=policy, tokenizer=tok).iloc[1:]  # drop the step-0 eval row
-    return policy, df["step_seconds"].tolist(), df["generate_seconds"].tolist(), df["reward_mean"].tolist()
+        with ModelTimer() as mt:
+            df = train(cfg, algo, policy=policy, tokenizer=tok)
+        df = df[df["step"] >= 1]  # drop the step-0 eval row
+    # the two tiny evaluations (step 0 and the last step) are inside mt but not in the step times: a ~1% overcount
+    return policy, df["step_seconds"].tolist(), df["generate_seconds"].tolist(), df["reward_mean"].tolist(), mt.total / df["step_seconds"].sum()
 
 
 def main() -> None:
@@ -100,18 +121,24 @@ def main() -> None:
     info = {**machine_info(), "trl": trl.__version__, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens}
     per = {"trl": [], "rlalgos": []}
     gen = {"trl": [], "rlalgos": []}
+    share = {"trl": [], "rlalgos": []}
     for r in range(args.rounds):
         for name, fn in (("trl", run_trl), ("rlalgos", run_rlalgos)):
-            _, times, gen_times, _ = fn(args, args.steps)
+            _, times, gen_times, _, model_share = fn(args, args.steps)
             per[name] += times[1:]
             gen[name] += gen_times[1:]
-            print(json.dumps({"measure": "round", "round": r, "system": name, "step_seconds": [round(t, 3) for t in times[1:]], "generate_seconds": [round(t, 3) for t in gen_times[1:]]}), flush=True)
+            share[name].append(model_share)
+            print(json.dumps({"measure": "round", "round": r, "system": name, "step_seconds": [round(t, 3) for t in times[1:]],
+                              "generate_seconds": [round(t, 3) for t in gen_times[1:]], "model_share": round(model_share, 3)}), flush=True)
     med = {k: statistics.median(v) for k, v in per.items()}
     gmed = {k: statistics.median(v) for k, v in gen.items()}
+    # the same prompts at the same step in both, so step k of one is comparable to step k of the other
+    paired = [a / b for a, b in zip(per["rlalgos"], per["trl"])]
     print(json.dumps({
-        "measure": "trl_side_by_side", "ratio_step_seconds": round(med["rlalgos"] / med["trl"], 3),
+        "measure": "trl_side_by_side", "ratio_step_seconds": round(med["rlalgos"] / med["trl"], 3), "ratio_paired_median": round(statistics.median(paired), 3),
         "trl_step_seconds": round(med["trl"], 3), "rlalgos_step_seconds": round(med["rlalgos"], 3),
         "trl_generate_seconds": round(gmed["trl"], 3), "rlalgos_generate_seconds": round(gmed["rlalgos"], 3),
+        "trl_model_share": round(statistics.fmean(share["trl"]), 3), "rlalgos_model_share": round(statistics.fmean(share["rlalgos"]), 3),
         "steps_counted": len(per["trl"]), **info,
     }), flush=True)
 
@@ -122,7 +149,7 @@ def main() -> None:
         before = evaluate(policy0, tok, task, rows, n_samples=4, greedy=False)["eval_accuracy"]
         out = {"measure": "learning", "steps": args.learn_steps, "eval_accuracy_before": round(before, 4)}
         for name, fn in (("trl", run_trl), ("rlalgos", run_rlalgos)):
-            model, times, _, rewards = fn(args, args.learn_steps)
+            model, times, _, rewards, _ = fn(args, args.learn_steps)
             acc = evaluate(model, tok, task, rows, n_samples=4, greedy=False)["eval_accuracy"]
             k = max(1, len(rewards) // 4)
             out.update({f"{name}_eval_accuracy": round(acc, 4), f"{name}_train_reward_first": round(statistics.fmean(rewards[:k]), 4),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Sequence
 
+import inspect
 import time
 
 import torch
@@ -292,6 +293,11 @@ def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: 
     return (logp, ent) if with_entropy else logp
 
 
+def _cache_argument(model) -> str:
+    """The name under which this transformers version takes the KV cache."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 @torch.no_grad()
 def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1, compact_frac: float = 0.0625):
     """Sample ``n`` completions per prompt with the KV cache, like
@@ -315,9 +321,10 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
         warp.append(TemperatureLogitsWarper(temperature))
     if not greedy and top_p < 1.0:
         warp.append(TopPLogitsWarper(top_p))
-    cache = DynamicCache()
+    cache = DynamicCache(config=model.config)  # filled in place by every call (sliding-window layers where the model has them)
+    cache_kw = {_cache_argument(model): cache, "use_cache": True}
     position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, P) as generate counts them
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1, **cache_kw)
     logits = out.logits[:, -1]  # (B, V)
     if n > 1:  # one prefill per prompt, then n copies of its cache
         cache.batch_repeat_interleave(n)
@@ -342,7 +349,7 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
             cache.batch_select_indices(keep)
             rows, attention_mask, next_pos, nxt = rows[keep], attention_mask[keep], next_pos[keep], nxt[keep]
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(rows), 1)], dim=1)
-        out = model(input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), past_key_values=cache, use_cache=True)
+        out = model(input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), **cache_kw)
         logits = out.logits[:, -1]
         next_pos = next_pos + 1
     # a row that finished earlier but stayed in the batch kept sampling: blank what follows its EOS
