@@ -1,12 +1,14 @@
 # Two entry points: `make demo` (the main job) and `make test` (the whole suite).
 # Both create .venv and install everything on first use.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # The CPU build of torch; on a GPU machine: make TORCH_SPEC="torch" install
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test test-fast sft notebooks lab clean
+.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning clean
 
 install: $(VENV)/.installed
 
@@ -14,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)"
-	$(BIN)/pip install -q -e ".[test,notebook]"
+	$(BIN)/pip install -q -e ".[test,notebook,bench]"
 	touch $@
 
 demo: install  ## the default algorithm comparison on the shipped tiny model
@@ -34,6 +36,25 @@ lab: install  ## open the notebooks; read them in order 00 -> 06
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)
 	cd notebooks && for nb in 0*.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=3600 $$nb || exit 1; done
+
+# Benchmarks: each prints JSON lines and keeps them in runs/bench/ (see README, "Speed")
+bench: bench-step bench-scaling bench-trl bench-learning  ## all four benchmarks (~40 min on 2 cores)
+
+bench-step: install  ## seconds per step per algorithm, split by stage, model share, peak memory
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/step_throughput.py | tee runs/bench/step_throughput.jsonl
+
+bench-scaling: install  ## GRPO step time against G, completion length and model width
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/scaling.py | tee runs/bench/scaling.jsonl
+
+bench-trl: install  ## rlalgos GRPO against TRL's GRPOTrainer on the same job, alternating
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/trl_side_by_side.py --rounds 3 --steps 6 --learn-steps 40 | tee runs/bench/trl_side_by_side.jsonl
+
+bench-learning: install  ## steps / seconds / samples to reach a test accuracy, 4 algorithms x 3 seeds
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/learning_efficiency.py --quiet | tee runs/bench/learning_efficiency.jsonl
 
 clean:
 	rm -rf runs $(VENV) .pytest_cache

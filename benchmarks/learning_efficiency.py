@@ -23,6 +23,7 @@ Example::
 
     python benchmarks/learning_efficiency.py                       # 4 algorithms x 3 seeds x 60 steps (~25 min on 2 cores)
     python benchmarks/learning_efficiency.py --algos grpo,dapo --seeds 0 --steps 20
+    python benchmarks/learning_efficiency.py --algos grpo,dapo:minibatches=4 --reuse   # a variant next to the finished grpo runs
 """
 
 from __future__ import annotations
@@ -36,19 +37,35 @@ import numpy as np
 import pandas as pd
 
 from _common import machine_info
+from rlalgos.algorithms import make_config
 from rlalgos.plots import plot_runs
 from rlalgos.train import TrainConfig, load_metrics, train
 
 
-def run_one(algo: str, seed: int, args) -> pd.DataFrame:
-    run_dir = Path(args.out_dir) / f"{algo}_s{seed}"
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """``dapo:minibatches=4:clip_high=0.3`` -> ("dapo", {"minibatches": 4, "clip_high": 0.3})."""
+    name, *pairs = spec.split(":")
+    options = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        options[key] = json.loads(value) if value[:1].isdigit() or value[:1] in "-[{" or value in ("true", "false") else value
+    return name, options
+
+
+def run_dir_for(spec: str, seed: int, args) -> Path:
+    return Path(args.out_dir) / f"{spec.replace(':', '-')}_s{seed}"
+
+
+def run_one(spec: str, seed: int, args) -> pd.DataFrame:
+    run_dir = run_dir_for(spec, seed, args)
     if args.reuse and (run_dir / "metrics.jsonl").exists():
         df = load_metrics(run_dir)
         if df["step"].max() == args.steps:
             return df
+    algo, options = parse_spec(spec)
     cfg = TrainConfig(algo=algo, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
                       eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), progress=not args.quiet)
-    return train(cfg)
+    return train(cfg, make_config(algo, **options))
 
 
 def curve(df: pd.DataFrame, group_size: int, prompts: int) -> pd.DataFrame:
@@ -84,7 +101,7 @@ def mean_curve(curves: list[pd.DataFrame]) -> pd.DataFrame:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--algos", default="reinforce,ppo,grpo,dapo")
+    p.add_argument("--algos", default="reinforce,ppo,grpo,dapo", help="comma-separated; options after colons, e.g. dapo:minibatches=4")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--prompts", type=int, default=32)
@@ -101,11 +118,9 @@ def main() -> None:
     info = machine_info()
 
     curves: dict[str, list[pd.DataFrame]] = {}
-    run_dirs = []
     for seed in seeds:  # seed-major, so a stopped benchmark has every algorithm at the first seeds
         for algo in algos:
             df = run_one(algo, seed, args)
-            run_dirs.append(Path(args.out_dir) / f"{algo}_s{seed}")
             c = curve(df, args.group_size, args.prompts)
             curves.setdefault(algo, []).append(c)
             print(json.dumps({"measure": "learning_run", "algo": algo, "seed": seed, "steps": args.steps,
@@ -134,7 +149,8 @@ def main() -> None:
             line["steps_vs_grpo"] = None if s is None else round(s / grpo_steps, 2)
         print(json.dumps({**line, **info}), flush=True)
 
-    fig = plot_runs([str(d) for d in run_dirs], keys=["eval_accuracy", "eval_greedy_accuracy", "reward_mean", "entropy"], title="learning efficiency (mean over seeds)")
+    groups = {a: [load_metrics(run_dir_for(a, s, args)) for s in seeds] for a in algos}
+    fig = plot_runs(groups, keys=["eval_accuracy", "eval_greedy_accuracy", "reward_mean", "entropy"], title="learning efficiency (mean over seeds)")
     fig.savefig(Path(args.out_dir) / "learning_efficiency.png", dpi=110, bbox_inches="tight")
 
 

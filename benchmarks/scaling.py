@@ -56,13 +56,13 @@ def full_length_rollout(policy, tok, rows: list[dict], G: int, T: int) -> tuple[
     return ro, seconds
 
 
-def measure(policy, tok, rows, G: int, T: int, repeats: int) -> dict:
+def measure(policy, tok, rows, G: int, T: int, repeats: int, prompts: int) -> dict:
     ref = frozen_copy(policy)
     algo = get_algorithm("grpo")(policy, make_config("grpo"), ref_model=ref, tokenizer=tok)
     algo.max_new_tokens = T
     times = {"generate": [], "ref_logprobs": [], "update": []}
     for i in range(repeats + 1):  # the first round is a warm-up
-        ro, gen = full_length_rollout(policy, tok, rows[i * 16 : (i + 1) * 16], G, T)
+        ro, gen = full_length_rollout(policy, tok, rows[i * prompts : (i + 1) * prompts], G, T)
         t0 = time.perf_counter()
         ro.ref_logprobs = batched_logprobs(ref, ro)
         t1 = time.perf_counter()
@@ -74,7 +74,7 @@ def measure(policy, tok, rows, G: int, T: int, repeats: int) -> dict:
             times["update"].append(t2 - t1)
     out = {f"{k}_seconds": round(statistics.median(v), 3) for k, v in times.items()}
     out["step_seconds"] = round(sum(out.values()), 3)
-    out["tokens_per_second"] = round(16 * G * T / out["step_seconds"], 1)
+    out["tokens_per_second"] = round(prompts * G * T / out["step_seconds"], 1)
     return out
 
 
@@ -82,6 +82,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sweep", default="group_size,length,width", help="which sweeps: group_size, length, width")
     p.add_argument("--repeats", type=int, default=3, help="measured steps per point (after one warm-up)")
+    p.add_argument("--prompts", type=int, default=16, help="prompts per step")
     args = p.parse_args()
     torch.manual_seed(0)
     rows = addition_task().train
@@ -94,7 +95,7 @@ def main() -> None:
         if key not in done:
             w = point["width"]
             policy = shipped if w == 128 else tiny_model(tok, seed=0, hidden=w, intermediate=3 * w).to(shipped.device, shipped.dtype)
-            done[key] = {"parameters": count_parameters(policy), **measure(policy, tok, rows, point["group_size"], point["length"], args.repeats)}
+            done[key] = {"parameters": count_parameters(policy), **measure(policy, tok, rows, point["group_size"], point["length"], args.repeats, args.prompts)}
         return done[key]
 
     baseline = point_result(BASE)["step_seconds"]
@@ -104,7 +105,7 @@ def main() -> None:
         for value in SWEEPS[sweep]:
             point = {**BASE, sweep: value}
             res = point_result(point)
-            line = {"measure": "scaling", "sweep": sweep, **point, "prompts": 16, **res, "x_baseline": round(res["step_seconds"] / baseline, 2)}
+            line = {"measure": "scaling", "sweep": sweep, **point, "prompts": args.prompts, **res, "x_baseline": round(res["step_seconds"] / baseline, 2)}
             print(json.dumps({**line, **machine_info()}), flush=True)
 
 

@@ -272,14 +272,15 @@ def policy_loss(
         high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
     loss = aggregate_loss(loss_mat, mask, agg, max_len)
     with torch.no_grad():
-        metrics = {
-            "clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item(),
-            "clip_frac_low": masked_mean(low.to(mask.dtype), mask).item(),
-            "clip_frac_high": masked_mean(high.to(mask.dtype), mask).item(),
-            "approx_kl": masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask).item(),
-            "ratio_mean": masked_mean(ratio, mask).item(),
-        }
-    return loss, metrics
+        names = ("clip_frac", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean")
+        values = torch.stack([
+            masked_mean(clipped_mask.to(mask.dtype), mask),
+            masked_mean(low.to(mask.dtype), mask),
+            masked_mean(high.to(mask.dtype), mask),
+            masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
+            masked_mean(ratio, mask),
+        ]).tolist()  # one device-to-host copy on a GPU, not five
+    return loss, dict(zip(names, values))
 
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean", max_len: int | None = None):
