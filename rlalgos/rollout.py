@@ -8,11 +8,10 @@ rewards with their per-function breakdown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
-from typing import Sequence
-
 import inspect
 import time
+from dataclasses import dataclass, field, fields, replace
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
