@@ -55,9 +55,10 @@ def measure(args) -> dict:
         tokens = (steps["completion_len"] * steps["ds_sampled_groups"] * args.group_size).median()
     row["completion_tokens"] = int(tokens)
     row["tokens_per_second"] = round(tokens / row["step_seconds"], 1)
-    all_steps = df[df["step"] >= 1]["step_seconds"].sum()
-    row["model_share"] = round(mt.total / all_steps, 3)
-    row["model_forward_seconds"], row["model_backward_seconds"] = round(mt.forward / len(df[df["step"] >= 1]), 3), round(mt.backward / len(df[df["step"] >= 1]), 3)
+    trained = df[df["step"] >= 1]  # every training step, the warm-up included: mt saw them all
+    row["model_share"] = round(mt.total / trained["step_seconds"].sum(), 3)
+    row["model_forward_seconds"] = round(mt.forward / len(trained), 3)
+    row["model_backward_seconds"] = round(mt.backward / len(trained), 3)
     row["peak_memory_mb"] = round(peak_memory_mb(), 1)
     return {**row, **machine_info()}
 

@@ -25,8 +25,6 @@ import statistics
 import tempfile
 import time
 
-import torch
-
 from _common import ModelTimer, machine_info
 from rlalgos.algorithms import make_config
 from rlalgos.model import BASE_MODEL_DIR, load_policy

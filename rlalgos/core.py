@@ -14,7 +14,6 @@ Reference points (see ``design.md``): verl ``core_algos.py`` and TRL ``GRPOTrain
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 # --------------------------------------------------------------------------- #
 # Log-probabilities and entropy

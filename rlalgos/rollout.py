@@ -413,9 +413,6 @@ def rollout(
     rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent (as generate returns them)
     prompts = [r["prompt"] for r in rows]
     mask, truncated = completion_mask_from_ids(completion_ids, tokenizer.eos_token_id)
-    # drop all-padding columns (every sequence ended earlier)
-    T = max(int(mask.sum(-1).max().item()), 1)
-    completion_ids, mask = completion_ids[:, :T], mask[:, :T]
     completion_ids = torch.where(mask.bool(), completion_ids, torch.full_like(completion_ids, tokenizer.pad_token_id))
     t1 = time.perf_counter()
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
@@ -440,7 +437,7 @@ def rollout(
         temperature=sampling.temperature,
         correct_key=correct_key,
         extras={"pad_token_id": tokenizer.pad_token_id},
-    )
+    ).trimmed()  # drop the columns after every answer ended
     if old_logprobs:
         ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.batch_size, with_entropy=True)
     if ref_model is not None:

@@ -11,7 +11,6 @@ the rows as a pandas DataFrame.
 from __future__ import annotations
 
 import json
-import math
 import random
 import shutil
 import time
