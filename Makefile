@@ -29,7 +29,7 @@ test-fast: install  ## skip the minutes-long learning tests
 	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks
 
 sft: install  ## rebuild data/base_model with its fixed seed
-	$(BIN)/rlalgos sft
+	$(BIN)/rlalgos sft --overwrite
 
 lab: install  ## open the notebooks; read them in order 00 -> 06
 	$(BIN)/jupyter lab notebooks/

@@ -64,7 +64,7 @@ def run_one(spec: str, seed: int, args) -> pd.DataFrame:
             return df
     algo, options = parse_spec(spec)
     cfg = TrainConfig(algo=algo, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
-                      eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), progress=not args.quiet)
+                      eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), overwrite=True, progress=not args.quiet)
     return train(cfg, make_config(algo, **options))
 
 

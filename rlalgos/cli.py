@@ -10,6 +10,8 @@ import argparse
 import ast
 import inspect
 import json
+import os
+import re
 import sys
 import textwrap
 from dataclasses import MISSING, asdict, fields, replace
@@ -168,6 +170,7 @@ def cmd_compare(args):
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     out = Path(args.out_dir)
+    check_compare_dir(out, algos, range(args.seed, args.seed + args.seeds), args.overwrite)
     groups = {}
     for a in algos:
         owners = {f.name for f in fields(make_config(a).__class__)}
@@ -183,6 +186,20 @@ def cmd_compare(args):
     print(f"\nrun folders: {out}/<algo>/seed<k>/metrics.jsonl")
     print(f"table:       {out / 'summary.csv'}")
     print(f"figure:      {out / 'compare.png'}")
+
+
+def check_compare_dir(out: Path, algos, seeds, overwrite: bool) -> None:
+    """The folder rule for a compare folder, checked for every run before the first starts:
+    each run folder may be new, or (with --overwrite) a run folder; summary.csv and
+    compare.png are replaced only with --overwrite."""
+    from .runs import check_run_dir
+
+    for a in algos:
+        for s in seeds:
+            check_run_dir(out / a / f"seed{s}", overwrite)
+    for name in ("summary.csv", "compare.png"):
+        if (out / name).exists() and not overwrite:
+            raise FileExistsError(f"{out / name} exists; replace the comparison with --overwrite or pick another --out-dir")
 
 
 def cmd_eval(args):
@@ -293,9 +310,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def join_negative_numbers(argv: list[str]) -> list[str]:
+    """``--lr -1e-5`` -> ``--lr=-1e-5``: argparse would take ``-1e-5`` for an option."""
+    out: list[str] = []
+    for a in argv:
+        if out and _NEGATIVE_NUMBER.match(a) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv=None) -> int:
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # hub retries would print warnings around our one-line errors
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_negative_numbers(list(sys.argv[1:] if argv is None else argv)))
     try:
         args.fn(args)
     except (ValueError, FileNotFoundError, FileExistsError, FloatingPointError, RuntimeError) as e:

@@ -66,10 +66,22 @@ def tiny_model(tokenizer, seed: int = 0, **config_kwargs) -> LlamaForCausalLM:
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` is CUDA when present, else CPU."""
+    """``"auto"`` is CUDA when present, else CPU. Asking for CUDA where there is
+    none is a ``ValueError`` that says what to do."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.backends.cuda.is_built():
+            raise ValueError("this torch build has no CUDA; install a CUDA build of torch or use --device cpu")
+        if not torch.cuda.is_available():
+            raise ValueError("no CUDA device is visible (torch.cuda.is_available() is False); check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"{device} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
+    return dev
 
 
 def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: torch.dtype | None = None):
@@ -83,6 +95,10 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
     if name_or_path is None and not (path / "config.json").exists():
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise FileNotFoundError(f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)")
+    if path.exists() and not path.is_dir():
+        raise FileNotFoundError(f"{path} is a file; give the folder that holds config.json (or a hub name)")
     src = str(path) if path.exists() else str(name_or_path)
     dev = resolve_device(device)
     if dtype is None:
@@ -90,8 +106,9 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     try:
         tokenizer = AutoTokenizer.from_pretrained(src)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
-    except OSError as e:
-        raise FileNotFoundError(f"cannot load a model from {src!r}: {str(e).splitlines()[0]}") from None
+    except OSError as e:  # a missing file, or a hub name that cannot be fetched (no network, unknown name)
+        where = "" if path.exists() else "; for a hub name with no network, download it first and pass the local folder"
+        raise FileNotFoundError(f"cannot load a model from {src!r}: {str(e).splitlines()[0]}{where}") from None
     except Exception as e:  # a corrupt weights file, a config transformers cannot read, ...
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"cannot load a model from {src!r}: {msg}; re-save it (or run `rlalgos sft` for the base model)") from None

@@ -28,6 +28,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from .model import BASE_MODEL_DIR, load_policy, resolve_device
 from .rollout import SamplingConfig, rollout
+from .runs import check_model_dir
 from .tasks import DATA_DIR, addition_task
 
 REWARD_MODEL_DIR = DATA_DIR / "reward_model"
@@ -108,6 +109,8 @@ class RMConfig:
     """Seeds sampling, pairing and initialisation."""
     out_dir: str = str(REWARD_MODEL_DIR)
     """Where to save_pretrained the reward model and its tokenizer."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
     device: str = "auto"
     """auto, cpu or cuda."""
     progress: bool = True
@@ -165,6 +168,7 @@ def train_reward_model(cfg: RMConfig | None = None) -> dict:
     """Sample, label, train, evaluate and save a reward model. Returns the report
     (also written to ``OUT_DIR/rm_report.json``)."""
     cfg = cfg or RMConfig()
+    check_model_dir(cfg.out_dir, cfg.overwrite)
     if cfg.loss not in ("pairwise", "bce"):
         raise ValueError(f"unknown loss {cfg.loss!r}; use pairwise or bce")
     if cfg.group_size < 2 or cfg.steps < 1 or cfg.batch_size < 1 or not cfg.lr > 0:

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from .model import BASE_MODEL_DIR, char_tokenizer, count_parameters, resolve_device, tiny_model
 from .rollout import forward_logprobs
+from .runs import check_model_dir
 from .tasks import DATA_DIR, addition_task, make_addition_data
 from .train import evaluate
 
@@ -51,6 +52,8 @@ class SFTConfig:
     """Seeds initialisation, data order and strategy choice."""
     out_dir: str = str(BASE_MODEL_DIR)
     """Where to ``save_pretrained`` the model and tokenizer."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
     data_dir: str = str(DATA_DIR)
     """Where the task's jsonl splits are (made with a fixed seed if missing)."""
     eval_prompts: int = 500
@@ -81,6 +84,7 @@ def sft(cfg: SFTConfig | None = None) -> dict:
     """Train the tiny model from scratch and save it. Returns a report dict
     (accuracies, parameters, seconds), also written to ``OUT_DIR/sft_report.json``."""
     cfg = cfg or SFTConfig()
+    check_model_dir(cfg.out_dir, cfg.overwrite)
     if cfg.steps < 1 or cfg.batch_size < 1 or not cfg.lr > 0 or not 0 <= cfg.direct_frac <= 1:
         raise ValueError("sft needs steps >= 1, batch_size >= 1, lr > 0 and 0 <= direct_frac <= 1")
     data_dir = Path(cfg.data_dir)

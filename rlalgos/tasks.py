@@ -193,7 +193,7 @@ class RewardSet:
             try:
                 vals = fn(prompts, completions, **columns)
             except Exception as e:  # name the function and show an input
-                raise RuntimeError(
+                raise ValueError(
                     f"reward function {name!r} raised {type(e).__name__}: {e} "
                     f"(on prompt {prompts[0]!r}, completion {completions[0]!r})"
                 ) from e
@@ -230,6 +230,17 @@ class Task:
     rewards: RewardSet
     correct_key: str = "correct"
     max_new_tokens: int = 48
+    test_source: str = "test split"
+    """Where the evaluation rows come from (a file, a hub split, or rows held out of the training file)."""
+
+    @property
+    def note(self) -> str:
+        """A line worth printing when a run starts (e.g. that the test rows were held out), or ''."""
+        return f"{self.name}: evaluating on {self.test_source}" if self.test_source.startswith("held out") else ""
+
+    def info(self) -> dict:
+        """What a run's config.json records about its task."""
+        return {"name": self.name, "train_rows": len(self.train), "test_rows": len(self.test), "test_source": self.test_source}
 
     def with_rewards(self, rule_weight: float | None = None, extra: Sequence[tuple[str, RewardFn, float]] = ()) -> "Task":
         """A copy whose correctness reward has weight ``rule_weight`` (0: logged
@@ -247,7 +258,7 @@ def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -
     train = read_jsonl(data_dir / "addition_train.jsonl", need)
     test = read_jsonl(data_dir / "addition_test.jsonl", need)
     rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, format_weight)])
-    return Task("addition", train, test, rewards, max_new_tokens=48)
+    return Task("addition", train, test, rewards, max_new_tokens=48, test_source=str(data_dir / "addition_test.jsonl"))
 
 
 def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = None) -> list[dict]:
@@ -266,8 +277,11 @@ def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = Non
         try:
             import datasets  # optional: only for hub names
         except ImportError:
-            raise FileNotFoundError(f"{source} is not a file, and `datasets` is not installed to load it by name") from None
-        raw = list(datasets.load_dataset(str(source), "main", split=split))
+            raise FileNotFoundError(f"{source} is not a file, and `datasets` is not installed to load it by name; pass a local jsonl of question/answer rows") from None
+        try:
+            raw = list(datasets.load_dataset(str(source), "main", split=split))
+        except Exception as e:  # offline, unknown name, no such split
+            raise FileNotFoundError(f"cannot load dataset {source!r} split {split!r} from the hub ({type(e).__name__}); pass a local jsonl of question/answer rows instead") from None
     rows = []
     for r in raw[:limit] if limit else raw:
         final = normalize_number(extract_hash_answer(r["answer"]) or r["answer"])
@@ -275,20 +289,48 @@ def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = Non
     return rows
 
 
-def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, limit: int | None = None) -> Task:
-    """A GSM8K-style task for real models: numeric-match correctness."""
+HOLDOUT_FRAC = 0.1
+"""Share of a GSM8K-style training file held out for evaluation when no test file is given."""
+
+
+def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, limit: int | None = None, holdout_frac: float = HOLDOUT_FRAC, split_seed: int = 0) -> Task:
+    """A GSM8K-style task for real models: numeric-match correctness.
+
+    Evaluation never scores training rows: the test rows come from
+    ``test_source`` (a second file), from the hub's ``test`` split when
+    ``train_source`` is a dataset name, or else a seeded ``holdout_frac`` of the
+    training file is held out (the same rows for every training seed).
+    """
     train = load_gsm8k(train_source, "train", limit)
-    test = load_gsm8k(test_source or train_source, "test", limit)
-    return Task("gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256)
+    is_file = Path(train_source).exists()
+    if test_source or not is_file:
+        test = load_gsm8k(test_source or train_source, "test", limit)
+        where = f"{test_source}" if test_source else f"the hub's test split of {train_source}"
+    else:
+        if len(train) < 2:
+            raise ValueError(f"{train_source} has {len(train)} row(s): too few to hold out a test split; give a test file as gsm8k:TRAIN.jsonl,TEST.jsonl")
+        order = list(range(len(train)))
+        random.Random(split_seed).shuffle(order)
+        n_test = max(1, round(holdout_frac * len(train)))
+        held = set(order[:n_test])
+        test = [r for i, r in enumerate(train) if i in held]
+        train = [r for i, r in enumerate(train) if i not in held]
+        where = f"held out {len(test)} of the {len(train) + len(test)} rows of {train_source} ({holdout_frac:.0%}, split seed {split_seed}); give gsm8k:TRAIN.jsonl,TEST.jsonl to use a test file"
+    return Task("gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256, test_source=where)
 
 
 TASKS = {"addition": addition_task}
 
 
 def get_task(name: str, **kwargs) -> Task:
-    """A task by name (``addition``), or ``gsm8k:PATH`` for a local GSM8K-style jsonl."""
+    """A task by name (``addition``), or ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` for
+    GSM8K-style files (without a test file a seeded share of TRAIN is held out),
+    or ``gsm8k:DATASET`` for a hub dataset (its train and test splits)."""
     if name.startswith("gsm8k:"):
-        return gsm8k_task(name.split(":", 1)[1], **kwargs)
+        train_source, _, test_source = name.split(":", 1)[1].partition(",")
+        if not train_source:
+            raise ValueError("gsm8k: needs a file or dataset name, e.g. --task gsm8k:train.jsonl,test.jsonl")
+        return gsm8k_task(train_source, test_source or None, **kwargs)
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)} or gsm8k:PATH.jsonl")
     return TASKS[name](**kwargs)

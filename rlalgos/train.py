@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -23,9 +23,10 @@ from tqdm.auto import tqdm
 
 from . import core
 from .algorithms import get_algorithm, make_config
-from .model import frozen_copy, load_policy
+from .model import frozen_copy, load_policy, resolve_device
 from .rollout import Rollout, SamplingConfig, rollout
-from .tasks import Task, get_task, uses_scratchpad
+from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
+from .tasks import Task, get_task, reward_columns, uses_scratchpad
 
 
 @dataclass
@@ -62,8 +63,8 @@ class TrainConfig:
     """Weight of the reward model's score in the total reward."""
     rule_weight: float = 1.0
     """Weight of the rule (correctness) reward; 0 = train on the reward model alone (accuracy is still measured by the rule)."""
-    save_every: int = 0
-    """Write a checkpoint every this many steps (0 = only at the end)."""
+    save_every: int = 10
+    """Write a checkpoint every this many steps and at the end, so a killed run can be resumed (0 = only at the end)."""
     log_kl: bool = True
     """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
     seed: int = 0
@@ -72,8 +73,8 @@ class TrainConfig:
     """``auto`` (CUDA if present, else CPU), ``cpu`` or ``cuda``."""
     out_dir: str = "runs/run"
     """Run folder: metrics.jsonl, samples.jsonl, config.json, checkpoint/."""
-    overwrite: bool = True
-    """Replace an existing run folder (False: refuse to touch it)."""
+    overwrite: bool = False
+    """Replace the run already in out_dir (only a run folder, only its own files, only once the new run has started)."""
     progress: bool = True
     """Show a tqdm progress bar."""
     on_nonfinite: str = "stop"
@@ -157,21 +158,6 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
 # --------------------------------------------------------------------------- #
 
 
-class JsonlLog:
-    """Append-only JSONL file, flushed after every row."""
-
-    def __init__(self, path: Path, truncate: bool = False):
-        self.path = Path(path)
-        self.f = open(self.path, "w" if truncate else "a")
-
-    def write(self, row: dict) -> None:
-        self.f.write(json.dumps(row, default=float) + "\n")
-        self.f.flush()
-
-    def close(self) -> None:
-        self.f.close()
-
-
 class PromptSampler:
     """Draws training rows without replacement, reshuffling each epoch (seeded, resumable)."""
 
@@ -195,45 +181,20 @@ class PromptSampler:
         self.order = list(state["order"])
 
 
-def save_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompts: PromptSampler) -> Path:
-    """Model + tokenizer (``save_pretrained``) and the trainer state (optimizer,
-    algorithm, RNGs, step), written to a temporary folder first and then moved
-    into place, so there is never half a checkpoint."""
-    final, tmp = run_dir / "checkpoint", run_dir / "checkpoint.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    policy.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+def save_run_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompts: PromptSampler) -> Path:
+    """Model, tokenizer and trainer state (optimizer, algorithm, RNGs, prompt order, step)."""
     state = {"step": step, "algo": algo.state_dict(), "torch_rng": torch.get_rng_state(), "prompts": prompts.state_dict()}
     if torch.cuda.is_available():
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
-    torch.save(state, tmp / "trainer_state.pt")
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
-    return final
+    return save_checkpoint(run_dir, policy, tokenizer, state)
 
 
-def load_checkpoint_state(run_dir: Path) -> dict:
-    path = Path(run_dir) / "checkpoint" / "trainer_state.pt"
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {path}); it was never saved or was removed")
-    try:
-        return torch.load(path, weights_only=False)
-    except Exception as e:
-        raise ValueError(f"checkpoint {path} is corrupt ({type(e).__name__}); delete it and start the run again") from None
-
-
-def _read_rows(path: Path, max_step: int) -> list[dict]:
-    """Rows of a JSONL log up to ``max_step`` (a torn last line from a kill is dropped)."""
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if row.get("step", 0) <= max_step:
-                rows.append(row)
-    return rows
+def check_rewards(task: Task) -> None:
+    """Call every reward function once on two test rows (an empty answer and the
+    reference answer) so a broken one fails before the run folder is touched."""
+    rows = (task.test or task.train)[:2]
+    completions = ["" if i % 2 == 0 else f"#{r.get('answer', '')}" for i, r in enumerate(rows)]
+    task.rewards([r["prompt"] for r in rows], completions, reward_columns(rows))
 
 
 # --------------------------------------------------------------------------- #
@@ -249,27 +210,31 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
     (see :func:`resume`). ``df.attrs["run_dir"]`` is the run folder.
     """
+    # everything is loaded and checked before the run folder is touched
     cfg.validate()
+    check_single_process()
     algo_cls = get_algorithm(cfg.algo)
     algo_cfg = algo_cfg or make_config(cfg.algo)
     algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
+    resolve_device(cfg.device)
+    run_dir = Path(cfg.out_dir)
+    replace_old = False if resume else check_run_dir(run_dir, cfg.overwrite)
+    state = load_checkpoint_state(run_dir) if resume else None
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
         from .reward_model import ModelReward
 
         extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, cfg.device), cfg.rm_weight)] if cfg.reward_model else []
         task = task.with_rewards(cfg.rule_weight, extra)
-    run_dir = Path(cfg.out_dir)
-    state = load_checkpoint_state(run_dir) if resume else None
-    if not resume and run_dir.exists() and any(run_dir.iterdir()):
-        if not cfg.overwrite:
-            raise FileExistsError(f"{run_dir} already holds a run; pick another out_dir, allow overwrite, or resume it")
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-
+    check_rewards(task)
     set_seed(cfg.seed)
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, cfg.device)
+    if replace_old:
+        clear_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if task.note and not resume:
+        print(f"rlalgos: {task.note}", file=sys.stderr)
     ref_model = frozen_copy(policy)  # the starting policy, also when resuming
     start = 0
     if state is not None:
@@ -286,7 +251,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-    (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg)}, indent=2))
+    (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
@@ -296,14 +261,11 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)
-    rows = _read_rows(run_dir / "metrics.jsonl", start) if resume else []
-    old_samples = _read_rows(run_dir / "samples.jsonl", start) if resume else []
-    metrics_log = JsonlLog(run_dir / "metrics.jsonl", truncate=True)
-    samples_log = JsonlLog(run_dir / "samples.jsonl", truncate=True)
-    for r in rows:
-        metrics_log.write(r)
-    for r in old_samples:
-        samples_log.write(r)
+    rows = read_rows(run_dir / "metrics.jsonl", start) if resume else []
+    rewrite_rows(run_dir / "metrics.jsonl", rows)  # atomic: a kill now loses nothing the checkpoint covers
+    rewrite_rows(run_dir / "samples.jsonl", read_rows(run_dir / "samples.jsonl", start) if resume else [])
+    metrics_log = JsonlLog(run_dir / "metrics.jsonl")
+    samples_log = JsonlLog(run_dir / "samples.jsonl")
 
     def run_eval(step: int) -> dict:
         ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4)
@@ -342,8 +304,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             rows.append(row)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
             if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                save_checkpoint(run_dir, policy, tokenizer, algo, step, prompts)
-        save_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompts)
+                save_run_checkpoint(run_dir, policy, tokenizer, algo, step, prompts)
+        save_run_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompts)
     finally:
         bar.close()
         metrics_log.close()
@@ -376,7 +338,6 @@ def load_metrics(run_dir: str | Path) -> pd.DataFrame:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(read_rows(path))
     df.attrs["run_dir"] = str(run_dir)
     return df

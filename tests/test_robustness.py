@@ -43,7 +43,7 @@ def test_reward_function_that_raises_is_named(tmp_path, tiny_dir):
     def broken(prompts, completions, **kw):
         raise KeyError("answer2")
 
-    with pytest.raises(RuntimeError, match=r"reward function 'broken' raised KeyError.*on prompt '"):
+    with pytest.raises(ValueError, match=r"reward function 'broken' raised KeyError.*on prompt '"):
         train(cfg_for(tmp_path, tiny_dir), task=task_with_reward(broken, "broken"))
 
 

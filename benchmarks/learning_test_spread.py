@@ -1,0 +1,77 @@
+"""The spread behind the learning tests: run each case of ``tests/test_learning.py``
+over several seeds and report the mean and standard deviation of its gain in
+sampled test accuracy, and the threshold the test may safely assert.
+
+Results move between CPU models (float kernels differ, RL trajectories then
+diverge), and the spread across seeds is the measurable stand-in for that.
+The learning tests assert the *mean* gain over ``TEST_SEEDS`` seeds, so the
+threshold printed here is ``mean - 3 * sd / sqrt(len(TEST_SEEDS))``: a
+3-standard-error margin below the expected value of what the test computes.
+
+Runs go side by side in ``--jobs`` worker processes, each pinned to
+``cores / jobs`` threads (two busy 2-thread processes on 2 cores slow each
+other ~10x; two 1-thread processes give ~1.2x the throughput of one 2-thread
+run). One JSON line per run, then one per case.
+
+Example::
+
+    python benchmarks/learning_test_spread.py --seeds 0,1,2,3,4,5 --jobs 2   # ~25 min on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def run_case(algo: str, steps: int, seed: int, threads: int, out_dir: str) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    from learning_cases import run_learning_case
+
+    before, after, seconds = run_learning_case(algo, steps, seed, Path(out_dir) / f"{algo}_s{seed}")
+    return {"measure": "learning_test_run", "algo": algo, "steps": steps, "seed": seed, "threads": threads,
+            "before": round(before, 4), "after": round(after, 4), "gain": round(after - before, 4), "train_seconds": round(seconds, 1)}
+
+
+def main() -> None:
+    from learning_cases import CASES, TEST_SEEDS
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--algos", default=",".join(c[0] for c in CASES))
+    p.add_argument("--seeds", default="0,1,2,3,4,5")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes, each with cores // jobs threads")
+    p.add_argument("--out-dir", default="runs/bench/learning_spread")
+    args = p.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    cases = [c for c in CASES if c[0] in args.algos.split(",")]
+    threads = max(1, (os.cpu_count() or 2) // args.jobs)
+    gains: dict[str, list[float]] = {}
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(run_case, algo, steps, seed, threads, args.out_dir) for algo, steps, _ in cases for seed in seeds]
+        for f in as_completed(futures):
+            row = f.result()
+            gains.setdefault(row["algo"], []).append(row["gain"])
+            print(json.dumps(row), flush=True)
+    for algo, steps, threshold in cases:
+        g = gains.get(algo, [])
+        if len(g) < 2:
+            continue
+        mean, sd = statistics.fmean(g), statistics.stdev(g)
+        safe = mean - 3 * sd / math.sqrt(len(TEST_SEEDS))
+        print(json.dumps({"measure": "learning_test_spread", "algo": algo, "steps": steps, "seeds": len(g), "gain_mean": round(mean, 4),
+                          "gain_sd": round(sd, 4), "gain_min": min(g), "test_seeds": len(TEST_SEEDS),
+                          "safe_threshold_for_mean": round(safe, 4), "test_threshold": threshold}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Run folders: what may be written where, checkpoints that survive a kill, and
+the append-only logs.
+
+The folder rule: nothing outside a run's own files is ever deleted.
+
+* A new run goes into a folder that does not exist or is empty.
+* A folder that holds anything is refused, with one line naming ``--resume``
+  and ``--overwrite``.
+* ``overwrite=True`` replaces a folder only if it is recognisably a run folder
+  (it holds ``config.json`` or ``metrics.jsonl``), and then removes only the
+  run's own files (:data:`RUN_FILES`); anything else in it stays. The removal
+  happens after the model, task and reward functions have loaded and been
+  checked (:func:`clear_run_dir` is called by the loop at that point), so a run
+  that fails to start leaves the folder as it was.
+
+Checkpoints are written to ``checkpoint.tmp`` and swapped in with renames, so a
+kill at any moment leaves a complete checkpoint under one of three names;
+:func:`recover_checkpoint` finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+
+RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old")
+"""Everything a run writes into its folder (and all that ``overwrite`` may remove)."""
+
+STATE_FILE = "trainer_state.pt"
+
+
+def is_run_dir(path: Path) -> bool:
+    """A folder rlalgos wrote: it holds ``config.json`` or ``metrics.jsonl``."""
+    return (path / "config.json").is_file() or (path / "metrics.jsonl").is_file()
+
+
+def check_run_dir(run_dir: str | Path, overwrite: bool) -> bool:
+    """Decide, before anything is written, whether a new run may use ``run_dir``.
+
+    Returns True when the folder holds an old run that :func:`clear_run_dir`
+    must remove once the new run has started; raises ``FileExistsError`` with
+    one line saying what to do otherwise. Never changes anything on disk.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise FileExistsError(f"{run_dir} is a file, not a folder; pick another --out-dir")
+    if not run_dir.exists() or not any(run_dir.iterdir()):
+        return False
+    if not is_run_dir(run_dir):
+        raise FileExistsError(f"{run_dir} is not empty and is not a run folder (no config.json or metrics.jsonl); rlalgos never deletes it: pick another --out-dir")
+    if not overwrite:
+        raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir}, replace it with --overwrite, or pick another --out-dir")
+    return True
+
+
+def check_model_dir(out_dir: str | Path, overwrite: bool) -> None:
+    """The folder rule for commands that ``save_pretrained`` a model (``sft``, ``rm``):
+    a new or empty folder, or, with ``overwrite``, a folder that already holds a
+    model (its config.json; save_pretrained replaces those files, nothing else)."""
+    out = Path(out_dir)
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not (out / "config.json").is_file():
+        raise FileExistsError(f"{out} is not empty and holds no model (no config.json); rlalgos never deletes it: pick another --out-dir")
+    if not overwrite:
+        raise FileExistsError(f"{out} already holds a model; replace it with --overwrite or pick another --out-dir")
+
+
+def clear_run_dir(run_dir: str | Path) -> None:
+    """Remove a run's own files (:data:`RUN_FILES`) from ``run_dir``; leave everything else."""
+    run_dir = Path(run_dir)
+    for name in RUN_FILES:
+        p = run_dir / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
+def check_single_process() -> None:
+    """Several processes writing one run folder would corrupt it: refuse clearly."""
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if world > 1:
+        raise ValueError(f"WORLD_SIZE={world}: rlalgos trains in one process (torchrun / accelerate launch are not supported yet); run it without a launcher")
+
+
+# --------------------------------------------------------------------------- #
+# Checkpoints
+# --------------------------------------------------------------------------- #
+
+
+def _complete(path: Path) -> bool:
+    """A checkpoint folder is complete once its trainer state is in place (written last)."""
+    return (path / STATE_FILE).is_file()
+
+
+def save_checkpoint(run_dir: Path, policy, tokenizer, state: dict) -> Path:
+    """Model + tokenizer (``save_pretrained``) and the trainer ``state`` dict.
+
+    Written to ``checkpoint.tmp`` (the state file last, through its own rename),
+    then swapped in: ``checkpoint -> checkpoint.old``, ``checkpoint.tmp ->
+    checkpoint``, ``checkpoint.old`` removed. A kill at any point leaves a
+    complete checkpoint in ``checkpoint``, ``checkpoint.tmp`` or ``checkpoint.old``.
+    """
+    run_dir = Path(run_dir)
+    final, tmp, old = run_dir / "checkpoint", run_dir / "checkpoint.tmp", run_dir / "checkpoint.old"
+    shutil.rmtree(tmp, ignore_errors=True)
+    policy.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    torch.save(state, tmp / (STATE_FILE + ".part"))
+    os.replace(tmp / (STATE_FILE + ".part"), tmp / STATE_FILE)
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def recover_checkpoint(run_dir: str | Path) -> Path:
+    """The run's last complete checkpoint, after putting it back in place if a
+    kill interrupted :func:`save_checkpoint` (newest first: ``checkpoint``, then
+    a finished ``checkpoint.tmp``, then ``checkpoint.old``)."""
+    run_dir = Path(run_dir)
+    final, tmp, old = run_dir / "checkpoint", run_dir / "checkpoint.tmp", run_dir / "checkpoint.old"
+    if not _complete(final):
+        for candidate in (tmp, old):
+            if _complete(candidate):
+                if final.exists():
+                    shutil.rmtree(final)
+                candidate.rename(final)
+                break
+    if not _complete(final):
+        raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {final / STATE_FILE}); "
+                                f"the run was stopped before its first checkpoint: start it again with --overwrite")
+    for leftover in (tmp, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    return final
+
+
+def load_checkpoint_state(run_dir: str | Path) -> dict:
+    """The trainer state of the run's last complete checkpoint (recovered if needed)."""
+    path = recover_checkpoint(run_dir) / STATE_FILE
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as e:
+        raise ValueError(f"checkpoint {path} is corrupt ({type(e).__name__}); start the run again with --overwrite") from None
+
+
+# --------------------------------------------------------------------------- #
+# Logs
+# --------------------------------------------------------------------------- #
+
+
+class JsonlLog:
+    """Append-only JSONL file, flushed after every row."""
+
+    def __init__(self, path: Path, truncate: bool = False):
+        self.path = Path(path)
+        self.f = open(self.path, "w" if truncate else "a")
+
+    def write(self, row: dict) -> None:
+        self.f.write(json.dumps(row, default=float) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def read_rows(path: Path, max_step: float = float("inf")) -> list[dict]:
+    """Rows of a JSONL log up to ``max_step`` (a torn last line from a kill is dropped)."""
+    rows = []
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row.get("step", 0) <= max_step:
+                rows.append(row)
+    return rows
+
+
+def rewrite_rows(path: Path, rows: list[dict]) -> None:
+    """Replace a JSONL log with ``rows`` atomically (a kill leaves the old or the new file, never half)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, default=float) + "\n")
+    os.replace(tmp, path)
