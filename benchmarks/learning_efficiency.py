@@ -37,19 +37,9 @@ import numpy as np
 import pandas as pd
 
 from _common import machine_info
-from rlalgos.algorithms import make_config
+from rlalgos.config import make_config, parse_algo_spec
 from rlalgos.plots import plot_runs
 from rlalgos.train import TrainConfig, load_metrics, train
-
-
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """``dapo:minibatches=4:clip_high=0.3`` -> ("dapo", {"minibatches": 4, "clip_high": 0.3})."""
-    name, *pairs = spec.split(":")
-    options = {}
-    for pair in pairs:
-        key, _, value = pair.partition("=")
-        options[key] = json.loads(value) if value[:1].isdigit() or value[:1] in "-[{" or value in ("true", "false") else value
-    return name, options
 
 
 def run_dir_for(spec: str, seed: int, args) -> Path:
@@ -62,7 +52,7 @@ def run_one(spec: str, seed: int, args) -> pd.DataFrame:
         df = load_metrics(run_dir)
         if df["step"].max() == args.steps:
             return df
-    algo, options = parse_spec(spec)
+    algo, options = parse_algo_spec(spec)
     cfg = TrainConfig(algo=algo, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
                       eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), overwrite=True, progress=not args.quiet)
     return train(cfg, make_config(algo, **options))

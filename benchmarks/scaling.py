@@ -30,7 +30,9 @@ import torch
 from _common import machine_info
 from rlalgos.algorithms import get_algorithm, make_config
 from rlalgos.model import char_tokenizer, count_parameters, frozen_copy, load_policy, tiny_model
-from rlalgos.rollout import Rollout, batched_logprobs, sample_completions
+from rlalgos.forward import batched_logprobs
+from rlalgos.record import Rollout
+from rlalgos.sampler import sample_completions
 from rlalgos.tasks import addition_task
 
 BASE = {"group_size": 8, "length": 64, "width": 128}
@@ -51,15 +53,14 @@ def full_length_rollout(policy, tok, rows: list[dict], G: int, T: int) -> tuple[
         prompt_ids=enc["input_ids"].repeat_interleave(G, 0), prompt_mask=enc["attention_mask"].repeat_interleave(G, 0),
         completion_ids=completion, completion_mask=torch.ones(completion.shape, device=dev), truncated=torch.ones(N, dtype=torch.bool, device=dev),
         old_logprobs=None, ref_logprobs=None, rewards=rewards, reward_parts={"correct": rewards},
-        group_index=torch.arange(len(rows), device=dev).repeat_interleave(G), group_size=G, extras={"pad_token_id": tok.pad_token_id},
+        group_size=G, pad_token_id=tok.pad_token_id,
     )
     return ro, seconds
 
 
 def measure(policy, tok, rows, G: int, T: int, repeats: int, prompts: int) -> dict:
     ref = frozen_copy(policy)
-    algo = get_algorithm("grpo")(policy, make_config("grpo"), ref_model=ref, tokenizer=tok)
-    algo.max_new_tokens = T
+    algo = get_algorithm("grpo")(policy, make_config("grpo"), max_new_tokens=T)
     times = {"generate": [], "ref_logprobs": [], "update": []}
     for i in range(repeats + 1):  # the first round is a warm-up
         ro, gen = full_length_rollout(policy, tok, rows[i * prompts : (i + 1) * prompts], G, T)

@@ -27,7 +27,8 @@ import time
 
 from _common import ModelTimer, machine_info
 from rlalgos.algorithms import make_config
-from rlalgos.model import BASE_MODEL_DIR, load_policy
+from rlalgos.config import BASE_MODEL_DIR
+from rlalgos.model import load_policy
 from rlalgos.tasks import addition_task, correctness_reward
 from rlalgos.train import PromptSampler, TrainConfig, evaluate, train
 

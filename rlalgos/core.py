@@ -8,12 +8,15 @@ No model, no I/O, no global state. Shapes follow one convention:
 * Losses return ``(loss, metrics)`` where ``loss`` is a scalar tensor and
   ``metrics`` a dict of Python floats, in the style of verl's ``core_algos.py``.
 
-Reference points (see ``design.md``): verl ``core_algos.py`` and TRL ``GRPOTrainer``.
+Reference points: verl's ``verl/trainer/ppo/core_algos.py`` and TRL's
+``GRPOTrainer``; each function's docstring says which formula it follows.
 """
 
 from __future__ import annotations
 
 import torch
+
+from .config import LOSS_AGG_MODES
 
 # --------------------------------------------------------------------------- #
 # Log-probabilities and entropy
@@ -132,6 +135,23 @@ def leave_one_out_baseline(rewards: torch.Tensor, group_size: int) -> torch.Tens
     return ((r.sum(dim=1, keepdim=True) - r) / (group_size - 1)).view(-1)
 
 
+def baseline(rewards: torch.Tensor, group_size: int, kind: str = "leave_one_out") -> torch.Tensor:
+    """REINFORCE's baseline b, one number per answer (the advantage is ``r - b``).
+
+    ``none``: 0; ``batch_mean``: the mean reward of the batch; ``leave_one_out``:
+    the mean reward of the other answers to the same prompt (RLOO).
+
+    rewards: (B,) grouped as in :func:`group_advantages`; returns (B,).
+    """
+    if kind == "none":
+        return torch.zeros_like(rewards)
+    if kind == "batch_mean":
+        return rewards.mean().expand_as(rewards)
+    if kind == "leave_one_out":
+        return leave_one_out_baseline(rewards, group_size)
+    raise ValueError(f"unknown baseline {kind!r}; use none, batch_mean or leave_one_out")
+
+
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 0.95):
     """Generalised advantage estimation over completion tokens.
 
@@ -193,7 +213,6 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") ->
 # Loss aggregation
 # --------------------------------------------------------------------------- #
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
 def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", max_len: int | None = None) -> torch.Tensor:

@@ -12,10 +12,7 @@ from torch import nn
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from .tasks import DATA_DIR
-
-BASE_MODEL_DIR = DATA_DIR / "base_model"
-"""Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
+from .config import BASE_MODEL_DIR
 
 SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
 CHARS = string.digits + string.ascii_letters + string.punctuation + " \n"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -26,12 +26,13 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from .model import BASE_MODEL_DIR, load_policy, resolve_device
-from .rollout import SamplingConfig, rollout
+from .config import BASE_MODEL_DIR, REWARD_MODEL_DIR, RMConfig
+from .model import load_policy, resolve_device
+from .rollout import rollout
 from .runs import check_model_dir
-from .tasks import DATA_DIR, addition_task
+from .sampler import SamplingConfig
+from .tasks import addition_task
 
-REWARD_MODEL_DIR = DATA_DIR / "reward_model"
 
 
 class ModelReward:
@@ -85,38 +86,6 @@ def score(model, tokenizer, texts: list[str], batch_size: int = 256, sigmoid: bo
 # --------------------------------------------------------------------------- #
 
 
-@dataclass
-class RMConfig:
-    """Train a reward model on base-model samples labelled by the rule reward."""
-
-    base: str = ""
-    """Model whose trunk initialises the reward model and which samples the data; empty = the shipped base model."""
-    prompts: int = 1200
-    """Training prompts to sample completions for."""
-    heldout_prompts: int = 200
-    """Prompts (from the test split) held out for accuracy and AUC."""
-    group_size: int = 8
-    """Completions per prompt."""
-    loss: str = "pairwise"
-    """``pairwise`` (Bradley-Terry: -log sigmoid(r_chosen - r_rejected)) or ``bce`` (each completion against its 0/1 label)."""
-    steps: int = 600
-    """Optimizer steps."""
-    batch_size: int = 64
-    """Pairs (or completions) per step."""
-    lr: float = 3e-4
-    """AdamW learning rate."""
-    seed: int = 0
-    """Seeds sampling, pairing and initialisation."""
-    out_dir: str = str(REWARD_MODEL_DIR)
-    """Where to save_pretrained the reward model and its tokenizer."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    device: str = "auto"
-    """auto, cpu or cuda."""
-    progress: bool = True
-    """Show progress bars."""
-
-
 def sample_labelled(policy, tokenizer, rows: list[dict], group_size: int, task=None, seed: int = 0) -> list[dict]:
     """Completions of ``rows`` by ``policy`` with their rule label: dicts (prompt, completion, label, group)."""
     task = task or addition_task()
@@ -168,11 +137,11 @@ def train_reward_model(cfg: RMConfig | None = None) -> dict:
     """Sample, label, train, evaluate and save a reward model. Returns the report
     (also written to ``OUT_DIR/rm_report.json``)."""
     cfg = cfg or RMConfig()
-    check_model_dir(cfg.out_dir, cfg.overwrite)
     if cfg.loss not in ("pairwise", "bce"):
         raise ValueError(f"unknown loss {cfg.loss!r}; use pairwise or bce")
     if cfg.group_size < 2 or cfg.steps < 1 or cfg.batch_size < 1 or not cfg.lr > 0:
         raise ValueError("rm needs group_size >= 2, steps >= 1, batch_size >= 1 and lr > 0")
+    check_model_dir(cfg.out_dir, cfg.overwrite)
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)

@@ -4,7 +4,7 @@ the append-only logs.
 The folder rule: nothing outside a run's own files is ever deleted.
 
 * A new run goes into a folder that does not exist or is empty.
-* A folder that holds anything is refused, with one line naming ``--resume``
+* A folder that holds anything is refused, with one line naming ``rlalgos resume``
   and ``--overwrite``.
 * ``overwrite=True`` replaces a folder only if it is recognisably a run folder
   (it holds ``config.json`` or ``metrics.jsonl``), and then removes only the
@@ -53,7 +53,7 @@ def check_run_dir(run_dir: str | Path, overwrite: bool) -> bool:
     if not is_run_dir(run_dir):
         raise FileExistsError(f"{run_dir} is not empty and is not a run folder (no config.json or metrics.jsonl); rlalgos never deletes it: pick another --out-dir")
     if not overwrite:
-        raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir}, replace it with --overwrite, or pick another --out-dir")
+        raise FileExistsError(f"{run_dir} already holds a run; continue it with `rlalgos resume {run_dir}`, replace it with --overwrite, or pick another --out-dir")
     return True
 
 

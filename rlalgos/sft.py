@@ -19,49 +19,18 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from .model import BASE_MODEL_DIR, char_tokenizer, count_parameters, resolve_device, tiny_model
-from .rollout import forward_logprobs
+from .config import SFTConfig
+from .forward import forward_logprobs
+from .model import char_tokenizer, count_parameters, resolve_device, tiny_model
 from .runs import check_model_dir
-from .tasks import DATA_DIR, addition_task, make_addition_data
+from .tasks import addition_task, make_addition_data
 from .train import evaluate
-
-
-@dataclass
-class SFTConfig:
-    """Supervised fine-tuning of the tiny model on the addition task."""
-
-    steps: int = 2000
-    """Optimizer steps."""
-    batch_size: int = 64
-    """Examples per step."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate (linear warmup over 5% of steps, cosine decay to 10%)."""
-    direct_frac: float = 0.3
-    """Share of targets written as a direct answer (``#204``) instead of the scratchpad."""
-    hidden: int = 128
-    """Model width."""
-    layers: int = 4
-    """Transformer blocks."""
-    seed: int = 0
-    """Seeds initialisation, data order and strategy choice."""
-    out_dir: str = str(BASE_MODEL_DIR)
-    """Where to ``save_pretrained`` the model and tokenizer."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    data_dir: str = str(DATA_DIR)
-    """Where the task's jsonl splits are (made with a fixed seed if missing)."""
-    eval_prompts: int = 500
-    """Test prompts for the accuracy report."""
-    device: str = "auto"
-    """``auto``, ``cpu`` or ``cuda``."""
-    progress: bool = True
-    """Show a progress bar."""
 
 
 def encode_batch(tokenizer, prompts: list[str], targets: list[str], device):
@@ -84,9 +53,9 @@ def sft(cfg: SFTConfig | None = None) -> dict:
     """Train the tiny model from scratch and save it. Returns a report dict
     (accuracies, parameters, seconds), also written to ``OUT_DIR/sft_report.json``."""
     cfg = cfg or SFTConfig()
-    check_model_dir(cfg.out_dir, cfg.overwrite)
     if cfg.steps < 1 or cfg.batch_size < 1 or not cfg.lr > 0 or not 0 <= cfg.direct_frac <= 1:
         raise ValueError("sft needs steps >= 1, batch_size >= 1, lr > 0 and 0 <= direct_frac <= 1")
+    check_model_dir(cfg.out_dir, cfg.overwrite)
     data_dir = Path(cfg.data_dir)
     if not (data_dir / "addition_train.jsonl").exists():
         make_addition_data(data_dir)

@@ -150,6 +150,11 @@ def uses_scratchpad(completions: Sequence[str]) -> list[bool]:
     return [bool(_SCRATCHPAD.match(c.strip())) for c in completions]
 
 
+def scratchpad_metrics(completions: Sequence[str]) -> dict[str, float]:
+    """The addition task's own metric: ``scratchpad_frac``, the share of answers that show their working."""
+    return {"scratchpad_frac": sum(uses_scratchpad(completions)) / max(len(completions), 1)}
+
+
 def numeric_match_reward(prompts, completions, answer, **_) -> list[float]:
     """GSM8K-style correctness: the number after ``####``/``#`` if present, else the
     last number in the completion, compared numerically with the reference."""
@@ -209,10 +214,6 @@ class RewardSet:
         total = [sum(w * parts[n][i] for n, _, w in self.fns) for i in range(len(completions))]
         return total, parts
 
-    @property
-    def names(self) -> list[str]:
-        return [n for n, _, _ in self.fns]
-
 
 # --------------------------------------------------------------------------- #
 # Tasks: data + rewards + how to judge "correct"
@@ -232,6 +233,8 @@ class Task:
     max_new_tokens: int = 48
     test_source: str = "test split"
     """Where the evaluation rows come from (a file, a hub split, or rows held out of the training file)."""
+    completion_metrics: Callable[[Sequence[str]], dict[str, float]] = lambda completions: {}
+    """Task-specific metrics of a batch of completions, logged by evaluation as ``eval_<name>``."""
 
     @property
     def note(self) -> str:
@@ -258,7 +261,7 @@ def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -
     train = read_jsonl(data_dir / "addition_train.jsonl", need)
     test = read_jsonl(data_dir / "addition_test.jsonl", need)
     rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, format_weight)])
-    return Task("addition", train, test, rewards, max_new_tokens=48, test_source=str(data_dir / "addition_test.jsonl"))
+    return Task("addition", train, test, rewards, max_new_tokens=48, test_source=str(data_dir / "addition_test.jsonl"), completion_metrics=scratchpad_metrics)
 
 
 def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = None) -> list[dict]:

@@ -14,7 +14,7 @@ import json
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pandas as pd
@@ -22,86 +22,16 @@ import torch
 from tqdm.auto import tqdm
 
 from . import core
-from .algorithms import get_algorithm, make_config
+from .algorithms import get_algorithm
+from .config import TrainConfig, load_run_config, make_config
 from .model import frozen_copy, load_policy, resolve_device
-from .rollout import Rollout, SamplingConfig, rollout
+from .record import Rollout
+from .rollout import rollout
 from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
-from .tasks import Task, get_task, reward_columns, uses_scratchpad
+from .sampler import SamplingConfig
+from .tasks import Task, get_task, reward_columns
 
-
-@dataclass
-class TrainConfig:
-    """Everything about a run that is not the algorithm's own hyperparameters."""
-
-    algo: str = "reinforce"
-    """Algorithm name (see ``rlalgos.algorithms.ALGORITHMS``)."""
-    model: str = ""
-    """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
-    task: str = "addition"
-    """Task name (``addition``) or ``gsm8k:PATH.jsonl``."""
-    steps: int = 60
-    """Training steps (one rollout and one update each)."""
-    prompts_per_step: int = 32
-    """Distinct prompts sampled per step."""
-    group_size: int = 8
-    """Completions per prompt (G); the batch is prompts_per_step x group_size sequences."""
-    max_new_tokens: int = 0
-    """Longest completion in tokens; 0 = the task's default (48 for addition)."""
-    temperature: float = 1.0
-    """Sampling temperature for training rollouts and the sampled eval."""
-    sampler: str = "compact"
-    """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
-    eval_every: int = 20
-    """Evaluate on the test split every this many steps (and before the first and after the last)."""
-    eval_prompts: int = 200
-    """Test prompts per evaluation (0 = the whole test split)."""
-    eval_samples: int = 4
-    """Sampled completions per test prompt: eval_accuracy is their mean (pass@1), and pass@k uses all of them."""
-    reward_model: str = ""
-    """Folder of a learned reward model (``rlalgos rm``) to add as the reward ``rm``; empty = rule rewards only."""
-    rm_weight: float = 1.0
-    """Weight of the reward model's score in the total reward."""
-    rule_weight: float = 1.0
-    """Weight of the rule (correctness) reward; 0 = train on the reward model alone (accuracy is still measured by the rule)."""
-    save_every: int = 10
-    """Write a checkpoint every this many steps and at the end, so a killed run can be resumed (0 = only at the end)."""
-    log_kl: bool = True
-    """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
-    seed: int = 0
-    """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
-    device: str = "auto"
-    """``auto`` (CUDA if present, else CPU), ``cpu`` or ``cuda``."""
-    out_dir: str = "runs/run"
-    """Run folder: metrics.jsonl, samples.jsonl, config.json, checkpoint/."""
-    overwrite: bool = False
-    """Replace the run already in out_dir (only a run folder, only its own files, only once the new run has started)."""
-    progress: bool = True
-    """Show a tqdm progress bar."""
-    on_nonfinite: str = "stop"
-    """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
-
-    def validate(self) -> None:
-        """Raise ``ValueError`` with one line saying what to change."""
-        get_algorithm(self.algo)
-        for name in ("steps", "prompts_per_step", "group_size", "eval_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
-        if self.rm_weight < 0 or self.rule_weight < 0:
-            raise ValueError(f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
-        if self.rule_weight == 0 and not self.reward_model:
-            raise ValueError("rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
-        if self.sampler not in ("compact", "hf"):
-            raise ValueError(f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
-        if self.on_nonfinite not in ("stop", "skip"):
-            raise ValueError(f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
-        min_g = get_algorithm(self.algo).min_group_size
-        if self.group_size < min_g:
-            raise ValueError(f"{self.algo} compares answers within a group, so group_size must be >= {min_g}; got {self.group_size}")
+__all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
 
 
 def set_seed(seed: int) -> None:
@@ -140,8 +70,8 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
-    if task.name == "addition":
-        out["eval_scratchpad_frac"] = sum(uses_scratchpad(ro.completions)) / len(ro)
+    for k, v in task.completion_metrics(ro.completions).items():  # e.g. the share of answers that show their working
+        out[f"eval_{k}"] = v
     if greedy:
         g = rollout(policy, tokenizer, rows, 1, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key, greedy=True)
         out["eval_greedy_accuracy"] = g.correct.mean().item()
@@ -241,9 +171,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    algo = algo_cls(policy, algo_cfg, ref_model=ref_model, tokenizer=tokenizer)
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler)
-    algo.total_steps, algo.max_new_tokens, algo.temperature = cfg.steps, sampling.max_new_tokens, cfg.temperature
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -320,16 +249,8 @@ def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
     (optionally a new total ``steps``). Optimizer, algorithm state, RNGs, prompt
     order and step counter are restored, so on CPU the rows match an
     uninterrupted run with the same seed."""
-    run_dir = Path(run_dir)
-    path = run_dir / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
-    saved = json.loads(path.read_text())
-    cfg = TrainConfig(**saved["train"])
-    cfg.out_dir = str(run_dir)
-    if steps is not None:
-        cfg.steps = steps
-    algo_cfg = get_algorithm(cfg.algo).Config(**saved["algo"])
+    cfg, algo_cfg = load_run_config(run_dir)
+    cfg = replace(cfg, out_dir=str(run_dir), steps=cfg.steps if steps is None else steps)
     return train(cfg, algo_cfg, resume=True)
 
 

@@ -5,12 +5,13 @@ import math
 import pytest
 import torch
 
-from rlalgos.algorithms import ALGORITHMS, make_config
-from rlalgos.algorithms.dapo import DAPO, parse_stages
+from rlalgos.algorithms import ALGORITHMS, get_algorithm, make_config
+from rlalgos.algorithms.dapo import DAPO
 from rlalgos.algorithms.grpo import GRPO
 from rlalgos.algorithms.ppo import PPO
 from rlalgos.algorithms.reinforce import Reinforce
-from rlalgos.rollout import Rollout
+from rlalgos.config import parse_stages
+from rlalgos.record import Rollout
 from rlalgos.train import TrainConfig, train
 
 # A fixed batch: 2 prompts x G=2 answers, T=3 tokens; answer 1 is 2 tokens long.
@@ -28,7 +29,7 @@ def fixed_rollout(**kw) -> Rollout:
         prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
         completion_ids=torch.ones(N, T, dtype=torch.long), completion_mask=MASK.clone(),
         truncated=torch.tensor([True, False, False, False]), old_logprobs=OLD.clone(), ref_logprobs=REF.clone(),
-        rewards=REWARDS.clone(), reward_parts={"correct": REWARDS.clone()}, group_index=torch.tensor([0, 0, 1, 1]), group_size=2,
+        rewards=REWARDS.clone(), reward_parts={"correct": REWARDS.clone()}, group_size=2,
     )
     fields.update(kw)
     return Rollout(**fields)
@@ -41,24 +42,24 @@ def make(algo_cls, **cfg):
 
 
 def test_reinforce_loss_by_hand():
-    algo = make(Reinforce, baseline="rloo")
+    algo = make(Reinforce, baseline="leave_one_out")
     ro = fixed_rollout()
     adv = algo.advantages(ro)
     # rloo: group 0 rewards (1, 0) -> baselines (0, 1) -> advantages (1, -1); group 1 all 1 -> 0
-    torch.testing.assert_close(adv.squeeze(-1), torch.tensor([1.0, -1.0, 0.0, 0.0]))
+    torch.testing.assert_close(adv.values.squeeze(-1), torch.tensor([1.0, -1.0, 0.0, 0.0]))
     loss, m = algo.loss(ro, {"logprobs": NEW.requires_grad_()}, adv, NEW.detach())
     # ratio 1: loss = mean over the 11 tokens of -A = (-1*3 + 1*2) / 11
     assert loss.item() == pytest.approx(-1 / 11)
     loss.backward()
     # gradient of -A * ratio at ratio 1 is -A / 11 on each valid token
-    torch.testing.assert_close(NEW.grad, -adv * MASK / 11)
+    torch.testing.assert_close(NEW.grad, -adv.values * MASK / 11)
     NEW.grad = None
 
 
 def test_reinforce_kl_penalty_in_reward():
     algo = make(Reinforce, baseline="none", kl_coef=0.5, kl_estimator="k1")
     ro = fixed_rollout()
-    adv = algo.advantages(ro).squeeze(-1)
+    adv = algo.advantages(ro).values.squeeze(-1)
     # answer 0: k1 = old - ref summed = (0) + log(0.5/0.25) + 0 = log 2 -> 1 - 0.5 log 2
     assert adv[0].item() == pytest.approx(1 - 0.5 * math.log(2))
     assert adv[1:].tolist() == pytest.approx([0.0, 1.0, 1.0])
@@ -67,11 +68,11 @@ def test_reinforce_kl_penalty_in_reward():
 def test_grpo_loss_by_hand():
     algo = make(GRPO, kl_coef=0.1)  # seq-mean-token-mean, clip 0.2, k3
     ro = fixed_rollout()
-    adv = algo.advantages(ro).squeeze(-1)
+    adv = algo.advantages(ro)
     # group (1, 0): mean 0.5, unbiased std sqrt(0.5) -> +-0.5/(0.70711 + 1e-6)
     a = 0.5 / (math.sqrt(0.5) + 1e-6)
-    torch.testing.assert_close(adv, torch.tensor([a, -a, 0.0, 0.0]))
-    loss, m = algo.loss(ro, {"logprobs": NEW}, adv.unsqueeze(-1), OLD)
+    torch.testing.assert_close(adv.values.squeeze(-1), torch.tensor([a, -a, 0.0, 0.0]))
+    loss, m = algo.loss(ro, {"logprobs": NEW}, adv, OLD)
     # answer 0 (A=a): ratios 1.3, 1.0, 1.1 -> clipped 1.2, 1.0, 1.1 -> -a * 3.3 / 3
     # answer 1 (A=-a): ratios 0.5, 1.0 -> max(0.5a, 0.8a), max(a, a) -> (0.8a + a) / 2
     pg = ((-a * (1.2 + 1.0 + 1.1)) / 3 + (0.8 * a + a) / 2 + 0 + 0) / 4
@@ -102,41 +103,50 @@ def test_dapo_overlong_penalty_and_filter():
     algo = make(DAPO, overlong_buffer=2, overlong_filter=True)
     algo.max_new_tokens = 3
     ro = fixed_rollout()
-    adv = algo.advantages(ro).squeeze(-1)
-    # lengths 3, 2, 3, 3 with L_max 3, L_c 2: penalties -0.5, 0, -0.5, -0.5 -> rewards .5, 0, .5, .5
-    a = 0.5 / (math.sqrt(0.125) + 1e-6) / 2
-    torch.testing.assert_close(adv, torch.tensor([a, -a, 0.0, 0.0]), atol=1e-5, rtol=0)
+    adv = algo.advantages(ro)
+    # lengths 3, 2, 3, 3 with L_max 3, L_c 2: penalties (1 - |y|) / 2 = -1, -0.5, -1, -1 -> rewards 0, -0.5, 0, 0
+    a = 0.25 / (math.sqrt(0.125) + 1e-6)  # group 0: +-0.25 around its mean, unbiased std sqrt(0.125)
+    torch.testing.assert_close(adv.values.squeeze(-1), torch.tensor([a, -a, 0.0, 0.0]), atol=1e-5, rtol=0)
     # the truncated answer 0 is masked out of the loss
-    assert algo.loss_mask(ro)[0].sum() == 0 and algo.loss_mask(ro)[1].sum() == 2
+    assert adv.mask[0].sum() == 0 and adv.mask[1].sum() == 2
+    assert adv.metrics["overlong_penalty"] == pytest.approx(-3.5 / 4)
+
+
+class FixedCriticPPO(PPO):
+    """PPO whose critic is a fixed table of values (the loss tests never call a model)."""
+
+    table = torch.zeros(4, 3)
+
+    def make_critic(self, policy):
+        return None
+
+    def values(self, mb):
+        return self.table[: len(mb)] * mb.completion_mask
 
 
 def test_ppo_loss_by_hand():
-    algo = make(PPO.__mro__[1], lr=1e-4)  # build through Reinforce to skip the critic, then borrow PPO's methods
-    algo.cfg = PPO.Config(kl_coef=0.0, whiten=False, lam=1.0, gamma=1.0, vf_coef=0.5)
+    algo = make(FixedCriticPPO, kl_coef=0.0, whiten=False, lam=1.0, gamma=1.0, vf_coef=0.5)
     values = torch.tensor([[0.5, 0.5, 0.5], [0.2, 0.2, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
-    algo.values = lambda mb: values[: len(mb)] * mb.completion_mask
+    algo.table = values
     ro = fixed_rollout()
-    adv = PPO.advantages(algo, ro)
+    adv = algo.advantages(ro)
     # gamma = lam = 1: A_t = R - V_t on valid tokens
-    torch.testing.assert_close(adv, (REWARDS.unsqueeze(-1) - values) * MASK)
-    torch.testing.assert_close(ro.extras["returns"], REWARDS.unsqueeze(-1) * MASK)
-    loss, m = PPO.loss(algo, ro, {"logprobs": OLD}, adv, OLD)
+    torch.testing.assert_close(adv.values, (REWARDS.unsqueeze(-1) - values) * MASK)
+    torch.testing.assert_close(adv.extras["returns"], REWARDS.unsqueeze(-1) * MASK)
+    loss, m = algo.loss(ro, {"logprobs": OLD}, adv, OLD)
     # ratio 1: pg = mean(-A) over 11 tokens; new values = old values -> value loss = 0.5 mean (V - R)^2
-    pg = -(adv * MASK).sum() / 11
+    pg = -(adv.values * MASK).sum() / 11
     vl = 0.5 * (((values - REWARDS.unsqueeze(-1)) ** 2) * MASK).sum() / 11
     assert m["pg_loss"] == pytest.approx(pg.item()) and m["value_loss"] == pytest.approx(vl.item())
     assert loss.item() == pytest.approx((pg + 0.5 * vl).item())
 
 
 def test_ppo_kl_folded_into_token_rewards():
-    algo = make(PPO.__mro__[1])
-    algo.cfg = PPO.Config(kl_coef=0.5, whiten=False, lam=1.0)
-    algo.values = lambda mb: torch.zeros_like(mb.completion_mask)
-    ro = fixed_rollout()
-    PPO.advantages(algo, ro)
+    algo = make(FixedCriticPPO, kl_coef=0.5, whiten=False, lam=1.0)
+    returns = algo.advantages(fixed_rollout()).extras["returns"]
     # answer 0: return at t=0 is 1 - 0.5 * sum_t k1 = 1 - 0.5 * log 2; at t=2 it is 1 - 0
-    assert ro.extras["returns"][0, 0].item() == pytest.approx(1 - 0.5 * math.log(2))
-    assert ro.extras["returns"][0, 2].item() == pytest.approx(1.0)
+    assert returns[0, 0].item() == pytest.approx(1 - 0.5 * math.log(2))
+    assert returns[0, 2].item() == pytest.approx(1.0)
 
 
 def test_dynamic_sampling_leaves_no_zero_variance_group():
@@ -153,7 +163,7 @@ def test_dynamic_sampling_leaves_no_zero_variance_group():
             prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
             completion_ids=torch.ones(N, 3, dtype=torch.long), completion_mask=torch.ones(N, 3),
             truncated=torch.zeros(N, dtype=torch.bool), old_logprobs=None, ref_logprobs=None,
-            rewards=r, reward_parts={"correct": r}, group_index=torch.arange(N // 2).repeat_interleave(2),
+            rewards=r, reward_parts={"correct": r},
         )
 
     batch, info = algo.collect(sample, 4)
@@ -190,12 +200,57 @@ def test_config_validation_messages(bad, msg):
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
-def test_every_algorithm_runs_a_few_steps(name, tmp_path, tiny_dir):
+def test_every_algorithm_runs_a_few_steps_and_moves_the_policy(name, tmp_path):
+    """On the shipped base model (about 40% right, so most groups carry signal)."""
+    from rlalgos.config import BASE_MODEL_DIR
+    from rlalgos.model import load_policy
+
     extra = {"ppo": dict(minibatches=2)}.get(name, {})
-    cfg = TrainConfig(algo=name, model=str(tiny_dir), steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=4, eval_samples=2, out_dir=str(tmp_path / name), progress=False)
+    cfg = TrainConfig(algo=name, steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=2,
+                      out_dir=str(tmp_path / name), progress=False)
     df = train(cfg, make_config(name, **extra))
     last = df.iloc[-1]
     for key in ("reward_mean", "entropy", "kl", "clip_frac", "grad_norm", "zero_std_frac", "eval_accuracy"):
         assert math.isfinite(last[key]), key
     if name == "ppo":
         assert "value_loss" in df and "explained_variance" in df
+    start, _ = load_policy(BASE_MODEL_DIR, device="cpu")
+    trained, _ = load_policy(tmp_path / name / "checkpoint", device="cpu")
+    moved = sum((a - b).abs().sum().item() for a, b in zip(start.parameters(), trained.parameters()))
+    assert moved > 0, f"{name} did not change a single weight in 2 steps"
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_policy_gradient_comes_from_the_advantages(name, tiny):
+    """On a real rollout, each algorithm's policy gradient is nonzero with its
+    advantages and exactly zero when they are zeroed (on-policy, reference = policy,
+    so the KL term has zero gradient too): the loss really uses the advantages."""
+    from dataclasses import replace as dc_replace
+
+    from rlalgos.algorithms.base import Advantages
+    from rlalgos.model import frozen_copy
+    from rlalgos.rollout import rollout
+    from rlalgos.sampler import SamplingConfig
+    from rlalgos.tasks import addition_task
+
+    policy, tok = tiny
+    task = addition_task()
+    torch.manual_seed(0)
+    ro = rollout(policy, tok, task.train[:4], 4, task.rewards, SamplingConfig(max_new_tokens=8, temperature=2.0), ref_model=frozen_copy(policy), old_logprobs=False)
+    ro = ro.with_rewards(torch.tensor([1.0, 0.0, 0.0, 1.0] * 4))  # every group informative
+    cfg = make_config(name, **({"epochs": 1, "minibatches": 1} if name == "ppo" else {}))
+    algo = get_algorithm(name)(policy, cfg, max_new_tokens=8)
+    adv = algo.advantages(ro)
+
+    def policy_grad(a: Advantages) -> float:
+        policy.zero_grad(set_to_none=True)
+        from rlalgos.forward import forward_logprobs
+
+        out = forward_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, ro.temperature, with_entropy=True)
+        loss, _ = algo.loss(ro, out, a, out["logprobs"].detach())
+        loss.backward()
+        return sum(p.grad.abs().sum().item() for p in policy.parameters() if p.grad is not None)
+
+    assert adv.values.abs().sum() > 0
+    assert policy_grad(adv) > 1e-6
+    assert policy_grad(dc_replace(adv, values=torch.zeros_like(adv.values))) == 0.0

@@ -10,7 +10,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenize
 
 from rlalgos import cli
 from rlalgos.model import char_tokenizer, load_policy, tiny_model
-from rlalgos.rollout import Rollout, SamplingConfig, batched_logprobs, completion_mask_from_ids, forward_logprobs, rollout
+from rlalgos.forward import batched_logprobs, forward_logprobs
+from rlalgos.record import Rollout, completion_mask_from_ids
+from rlalgos.rollout import rollout
+from rlalgos.sampler import SamplingConfig
 from rlalgos.tasks import (
     RewardSet,
     addition_task,
@@ -115,8 +118,8 @@ def test_gsm8k_loader_and_numeric_reward(tmp_path):
     assert data[0]["prompt"].startswith("Question: Tom has")
     got = numeric_match_reward([d["prompt"] for d in data] * 2, ["The answer is 7.", "#### 1,200", "It is 8", "no number"], answer=["7", "1200", "7", "1200"])
     assert got == [1.0, 1.0, 0.0, 0.0]
-    task = get_task(f"gsm8k:{path}")
-    assert task.name == "gsm8k" and len(task.test) == 2
+    task = get_task(f"gsm8k:{path}")  # no test file: one of the two rows is held out, never trained on
+    assert task.name == "gsm8k" and len(task.test) == 1 and len(task.train) == 1 and task.test != task.train
 
 
 def test_bad_jsonl_line_is_reported(tmp_path):
@@ -186,7 +189,7 @@ def test_rollout_record(tiny):
     ro = rollout(model, tok, rows, 4, addition_task().rewards, SamplingConfig(max_new_tokens=6), ref_model=model)
     N, T = ro.completion_ids.shape
     assert N == 8 and T <= 6 and len(ro.completions) == 8
-    assert ro.group_index.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert ro.group_size == 4 and ro.num_groups == 2
     assert ro.prompts[:4] == ["12+3="] * 4 and ro.rows[4]["answer"] == "33"
     # mask: a prefix of ones; ends at EOS or runs to the limit (truncated)
     for i in range(N):
@@ -204,7 +207,7 @@ def test_rollout_record(tiny):
     assert part.prompts == ["1+2+30="] * 4 and part.completion_ids.shape[0] == 4
     both = Rollout.concat([ro.select(torch.arange(4)), part])
     torch.testing.assert_close(both.rewards, ro.rewards)
-    assert both.group_index.tolist() == ro.group_index.tolist()
+    assert both.prompts == ro.prompts and both.num_groups == 2
 
 
 def test_logprobs_match_what_generate_sampled(tiny):
@@ -259,27 +262,44 @@ def test_same_seed_same_numbers(tmp_path, tiny_dir):
 # --------------------------------------------------------------------------- #
 
 
-def test_cli_help_explains_every_option(capsys):
-    with pytest.raises(SystemExit):
-        cli.main(["train", "--help"])
-    out = capsys.readouterr().out
-    for opt in ("--algo", "--group-size", "--prompts-per-step", "--baseline", "--clip-high", "--kl-coef", "--seed"):
-        assert opt in out
-    assert "Completions per prompt" in out  # help text comes from the field docstrings
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_cli_help_is_per_algorithm_and_exact(capsys):
+    grpo = _help(["train", "grpo", "--help"], capsys)
+    for opt in ("--group-size", "--prompts-per-step", "--clip-high", "--kl-coef", "--adv-scale", "--seed", "--overwrite"):
+        assert opt in grpo, opt
+    assert "Completions per prompt" in grpo  # help text comes from the field docstrings
+    assert "--baseline" not in grpo and "--critic-lr" not in grpo and "--dynamic-sampling" not in grpo  # only GRPO's options
+    assert "beta: weight of the k3 KL-to-reference term in the loss" in grpo and "(default: 0.04)" in grpo
+    assert "--critic-lr" in _help(["train", "ppo", "--help"], capsys)
+    reinforce = _help(["train", "reinforce", "--help"], capsys)
+    assert "--baseline" in reinforce and "--clip-high" not in reinforce
+    assert "(default: leave_one_out)" in reinforce
+    assert "(default: none)" in _help(["train", "drgrpo", "--help"], capsys)  # the preset's own default for adv_scale
+    assert all(_help(["train", "grpo", "--help"], capsys) == grpo for _ in range(4))  # the same text every time
 
 
 def test_cli_bad_input_is_one_line_exit_2(capsys):
-    assert cli.main(["train", "--algo", "nope"]) == 2
+    assert cli.main(["compare", "--algos", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("rlalgos: error: unknown algorithm 'nope'") and "\n" not in err
-    assert cli.main(["train", "--group-size", "0"]) == 2
+    assert cli.main(["train", "grpo", "--group-size", "0"]) == 2
     assert "group_size must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # an unknown algorithm is a usage error of the parser
+        cli.main(["train", "nope"])
+    assert e.value.code == 2
 
 
 def test_cli_train_then_plot(tmp_path, tiny_dir, capsys):
     run = tmp_path / "r"
-    rc = cli.main(["train", "--model", str(tiny_dir), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "2", "--out-dir", str(run), "--no-progress", "--baseline", "batch"])
+    rc = cli.main(["train", "reinforce", "--model", str(tiny_dir), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "2", "--out-dir", str(run), "--no-progress", "--baseline", "batch_mean"])
     assert rc == 0
-    assert json.loads((run / "config.json").read_text())["algo"]["baseline"] == "batch"
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["algo"]["baseline"] == "batch_mean" and saved["train"]["algo"] == "reinforce"
     rc = cli.main(["plot", str(run), "--out", str(tmp_path / "p.png")])
     assert rc == 0 and (tmp_path / "p.png").stat().st_size > 1000

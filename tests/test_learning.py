@@ -1,29 +1,24 @@
-"""It actually learns: fixed-seed runs on the shipped base model raise test accuracy.
+"""It actually learns: RL from the shipped base model raises sampled test accuracy.
 
-Not timed; each run takes a few minutes on 2 CPU cores. Skip with ``-m "not slow"``.
+Each case trains two seeds and asserts the *mean* gain; the thresholds are sized
+from the spread measured over six seeds (see ``learning_cases.py``), so the tests
+hold on any machine of this kind, not only on the one they were written on.
+Not timed; the eight runs take about ten minutes on 2 CPU cores. Skip with ``-m "not slow"``.
 """
+
+import statistics
 
 import pytest
 
-from rlalgos.algorithms import make_config
-from rlalgos.train import TrainConfig, train
-
-# (algorithm, steps, required gain in sampled test accuracy, config overrides)
-CASES = [
-    ("reinforce", 60, 0.10, {}),
-    ("ppo", 20, 0.10, {}),
-    ("grpo", 60, 0.10, {}),
-    ("dapo", 60, 0.10, {}),
-]
+from learning_cases import CASES, TEST_SEEDS, run_learning_case
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo,steps,gain,over", CASES, ids=[c[0] for c in CASES])
-def test_rl_raises_test_accuracy(algo, steps, gain, over, tmp_path):
-    cfg = TrainConfig(algo=algo, steps=steps, eval_every=0, eval_prompts=200, eval_samples=4, seed=0, out_dir=str(tmp_path / algo), progress=False)
-    df = train(cfg, make_config(algo, **over))
-    ev = df.dropna(subset=["eval_accuracy"])
-    before, after = ev["eval_accuracy"].iloc[0], ev["eval_accuracy"].iloc[-1]
-    print(f"{algo}: sampled test accuracy {before:.3f} -> {after:.3f} in {steps} steps, {df['step_seconds'].sum():.0f}s")
-    assert 0.25 <= before <= 0.60, "the shipped base model left its accuracy window"
-    assert after - before >= gain, f"{algo} moved test accuracy {before:.3f} -> {after:.3f}, less than +{gain:.2f}"
+@pytest.mark.parametrize("algo,steps,threshold", CASES, ids=[c[0] for c in CASES])
+def test_rl_raises_test_accuracy(algo, steps, threshold, tmp_path):
+    runs = [run_learning_case(algo, steps, seed, tmp_path / f"s{seed}") for seed in TEST_SEEDS]
+    for seed, (before, after, seconds) in zip(TEST_SEEDS, runs):
+        print(f"{algo} seed {seed}: sampled test accuracy {before:.3f} -> {after:.3f} in {steps} steps, {seconds:.0f}s")
+        assert 0.25 <= before <= 0.60, "the shipped base model left its accuracy window"
+    gain = statistics.fmean(after - before for before, after, _ in runs)
+    assert gain >= threshold, f"{algo} raised test accuracy by {gain:+.3f} on average over seeds {TEST_SEEDS}, less than the +{threshold:.2f} sized from the seed spread"

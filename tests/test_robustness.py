@@ -132,12 +132,12 @@ def test_resume_errors(tmp_path):
 
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     cases = [
-        (["train", "--algo", "grpo", "--group-size", "1"], "group_size must be >= 2"),
-        (["train", "--algo", "grpo", "--clip-low", "1.5"], "clip_low must be in (0, 1)"),
-        (["train", "--lr", "-0.1"], "lr must be > 0"),
-        (["train", "--algo", "ppo", "--minibatches", "3"], "do not split into 3 minibatches"),
-        (["train", "--algo", "reinforce", "--clip-high", "0.3"], "reinforce has no option clip_high"),
-        (["train", "--resume", str(tmp_path / "none")], "not found"),
+        (["train", "grpo", "--group-size", "1"], "group_size must be >= 2"),
+        (["train", "grpo", "--clip-low", "1.5"], "clip_low must be in (0, 1)"),
+        (["train", "reinforce", "--lr", "-0.1"], "lr must be > 0"),
+        (["train", "ppo", "--minibatches", "3"], "do not split into 3 minibatches"),
+        (["compare", "--algos", "reinforce:clip_high=0.3"], "bad option 'clip_high=0.3'"),
+        (["resume", str(tmp_path / "none")], "not found"),
         (["eval", "--model", str(tmp_path / "missing")], "cannot load a model"),
         (["plot", str(tmp_path)], "holds no metrics.jsonl"),
         (["compare", "--algos", "reinforce,nope"], "unknown algorithm 'nope'"),

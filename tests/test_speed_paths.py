@@ -7,7 +7,11 @@ import torch
 
 from rlalgos.algorithms import get_algorithm, make_config
 from rlalgos.model import load_policy
-from rlalgos.rollout import Rollout, SamplingConfig, batched_logprobs, forward_logprobs, generate, length_buckets, rollout, sample_completions
+from rlalgos.buckets import length_buckets
+from rlalgos.forward import batched_logprobs, forward_logprobs
+from rlalgos.record import Rollout
+from rlalgos.rollout import rollout
+from rlalgos.sampler import SamplingConfig, generate, sample_completions
 from rlalgos.tasks import addition_task
 
 
@@ -120,10 +124,9 @@ def test_length_buckets_give_the_same_update(base, task, name, overrides):
     for buckets, micro in ((1, 0), (4, 0), (4, 7)):
         policy, _ = load_policy(None, device="cpu")
         cfg = make_config(name, **overrides, length_buckets=buckets, micro_batch_size=micro)
-        algo = get_algorithm(name)(policy, cfg, ref_model=policy0, tokenizer=tok)
-        algo.max_new_tokens = 48
+        algo = get_algorithm(name)(policy, cfg, max_new_tokens=48)
         grads = []  # the gradient at every optimizer step, instead of stepping
-        algo.step_optimizer = lambda: grads.append(torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None]))
+        algo.optimizer.step = lambda: grads.append(torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None]))
         torch.manual_seed(2)  # the same minibatch shuffle
         m = algo.update(Rollout.concat([ro]))
         results.append((grads, m))

@@ -40,7 +40,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 def small_run(tiny_dir, out, *extra) -> list:
-    return ["train", "--algo", "grpo", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
+    return ["train", "grpo", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
             "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress", "--out-dir", out, *extra]
 
 
@@ -79,7 +79,7 @@ def test_an_existing_run_is_refused_without_overwrite(finished_run, tiny_dir):
     before = snapshot(finished_run)
     proc = rlalgos(*small_run(tiny_dir, finished_run))
     one_line_error(proc, "already holds a run")
-    assert "--resume" in proc.stderr and "--overwrite" in proc.stderr
+    assert "rlalgos resume" in proc.stderr and "--overwrite" in proc.stderr
     assert snapshot(finished_run) == before
 
 
@@ -141,7 +141,7 @@ def test_torchrun_is_refused_clearly(tmp_path, tiny_dir):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["train", "--device", "cuda"], "this torch build has no CUDA"),
+    (["train", "grpo", "--device", "cuda"], "this torch build has no CUDA"),
     (["eval", "--model", "EMPTY"], "no config.json in"),
     (["eval", "--task", "gsm8k:openai/gsm8k", "--prompts", "1"], "pass a local jsonl"),
     (["eval", "--model", "some-org/not-downloaded", "--prompts", "1"], "pass the local folder"),
@@ -160,7 +160,7 @@ def test_environment_errors_are_one_line(tmp_path, argv, needle):
 def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
     """A default-settings run (checkpoint every 10 steps) killed with SIGKILL during
     step 14 resumes from step 10 and then writes the same rows as a run that was never killed."""
-    args = ["train", "--algo", "dapo", "--model", tiny_dir, "--steps", "30", "--prompts-per-step", "4", "--group-size", "4",
+    args = ["train", "dapo", "--model", tiny_dir, "--steps", "30", "--prompts-per-step", "4", "--group-size", "4",
             "--max-new-tokens", "8", "--eval-every", "0", "--eval-prompts", "2", "--eval-samples", "1", "--seed", "3", "--no-progress"]
     assert rlalgos(*args, "--out-dir", tmp_path / "full").returncode == 0
     cut = tmp_path / "cut"
@@ -176,7 +176,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     killed_at = len((cut / "metrics.jsonl").read_text().splitlines())
     assert 14 <= killed_at < 31
-    done = rlalgos("train", "--resume", cut)
+    done = rlalgos("resume", cut)
     assert done.returncode == 0, done.stderr[-2000:]
     full, resumed = load_metrics(tmp_path / "full"), load_metrics(cut)
     assert resumed["step"].tolist() == list(range(31))

@@ -1,31 +1,29 @@
 """The algorithms, each a small diff of the previous one:
-``reinforce.py -> ppo.py -> grpo.py -> dapo.py``. ``ALGORITHMS`` maps a name to a
-class; its ``Config`` dataclass lists every hyperparameter with a docstring."""
+``reinforce.py -> ppo.py -> grpo.py -> dapo.py``, on the shared update loop in
+``base.py``. Their hyperparameters (one dataclass each, a docstring per field)
+and the registry of names, presets included (``drgrpo``, ``rloo``), are in
+:mod:`rlalgos.config`."""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from ..config import ALGORITHMS, AlgoConfig, make_config
+from .base import Advantages, Algorithm
+from .dapo import DAPO
+from .grpo import GRPO
+from .ppo import PPO
+from .reinforce import Reinforce
 
-from .base import AlgoConfig, Algorithm
-from .dapo import DAPO, DAPOConfig
-from .grpo import GRPO, RLOO, DrGRPO, GRPOConfig
-from .ppo import PPO, PPOConfig
-from .reinforce import Reinforce, ReinforceConfig
-
-ALGORITHMS: dict[str, type[Algorithm]] = {"reinforce": Reinforce, "ppo": PPO, "grpo": GRPO, "dapo": DAPO, "drgrpo": DrGRPO, "rloo": RLOO}
+CLASSES: dict[str, type[Algorithm]] = {"reinforce": Reinforce, "ppo": PPO, "grpo": GRPO, "dapo": DAPO, "drgrpo": GRPO, "rloo": Reinforce}
+"""name -> the class that runs it (presets share their base algorithm's class)."""
+assert CLASSES.keys() == ALGORITHMS.keys()
 
 
 def get_algorithm(name: str) -> type[Algorithm]:
-    if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
-    return ALGORITHMS[name]
+    """The class that runs algorithm ``name`` (a one-line ``ValueError`` if there is none)."""
+    from ..config import algorithm_config
+
+    algorithm_config(name)
+    return CLASSES[name]
 
 
-def make_config(name: str, **overrides) -> AlgoConfig:
-    """The named algorithm's config with ``overrides`` applied (unknown keys are an error)."""
-    cls = get_algorithm(name).Config
-    known = {f.name for f in fields(cls)}
-    bad = sorted(set(overrides) - known)
-    if bad:
-        raise ValueError(f"{name} has no option {', '.join(bad)}; its options are {', '.join(sorted(known))}")
-    return replace(cls(), **overrides)
+__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "PPO", "GRPO", "DAPO", "get_algorithm", "make_config"]

@@ -1,6 +1,13 @@
-"""What every algorithm shares: the optimizer, the minibatch/epoch loop, and the
-metrics every row carries. An algorithm subclasses :class:`Algorithm` and writes
-two methods, ``advantages`` and ``loss``; the loop here does the rest.
+"""The machinery every algorithm shares, so that the algorithm files need not
+read it: the optimizer, the epochs x minibatches x micro-batch update loop with
+its length buckets and gradient weights, the non-finite guard, and the metrics
+every row carries.
+
+An algorithm subclasses :class:`Algorithm` and writes two methods:
+
+* ``advantages(ro) -> Advantages``: once per rollout, everything its loss needs
+  per row (the advantages, the loss mask, anything else), as explicit values;
+* ``loss(mb, out, adv, old_logp) -> (loss, metrics)``: for one micro-batch.
 
 The training loop (``rlalgos.train``) calls, once per step::
 
@@ -11,73 +18,44 @@ The training loop (``rlalgos.train``) calls, once per step::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from .. import core
-from ..rollout import Rollout, forward_logprobs, length_buckets
+from ..buckets import length_buckets
+from ..config import AlgoConfig
+from ..forward import forward_logprobs
+from ..record import Rollout
 
 
 @dataclass
-class AlgoConfig:
-    """Optimisation settings every algorithm has."""
+class Advantages:
+    """What an algorithm's ``advantages`` hands to its ``loss``, row-aligned with the rollout."""
 
-    lr: float = 1e-4
-    """AdamW learning rate of the policy."""
-    weight_decay: float = 0.0
-    """AdamW weight decay."""
-    max_grad_norm: float = 1.0
-    """Clip the global gradient norm to this (the logged ``grad_norm`` is before clipping)."""
-    epochs: int = 1
-    """Passes over each rollout. 1 = strictly on-policy: the ratio is exactly 1."""
-    minibatches: int = 1
-    """Optimizer steps per epoch; the rollout is shuffled and split into this many parts."""
-    micro_batch_size: int = 0
-    """At most this many sequences per forward/backward (gradient accumulation); 0 = no limit."""
-    length_buckets: int = 4
-    """Forward/backward passes per minibatch: its rows sorted by length and cut into this many
-    runs, each padded only to its own longest row. Same gradient, less padding; 1 = one pass."""
-    loss_agg: str = "token-mean"
-    """How the per-token loss becomes a scalar: token-mean, seq-mean-token-mean or seq-mean-token-sum-norm."""
-    kl_coef: float = 0.0
-    """Weight of the KL-to-reference term (what it is added to depends on the algorithm)."""
+    values: torch.Tensor  # (N, T) one per token, or (N, 1) one per answer shared by its tokens
+    mask: torch.Tensor  # (N, T) weight of each token in the loss: the completion mask, times any per-row weight
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # other (N, ...) tensors the loss reads (PPO: old values, returns)
+    metrics: dict[str, float] = field(default_factory=dict)  # logged once per step (PPO: explained_variance)
 
-    def validate(self, group_size: int, num_sequences: int) -> None:
-        """Raise ``ValueError`` with one line saying what to change."""
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.weight_decay < 0 or self.max_grad_norm <= 0:
-            raise ValueError("weight_decay must be >= 0 and max_grad_norm > 0")
-        if self.epochs < 1 or self.minibatches < 1:
-            raise ValueError(f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
-        if num_sequences % self.minibatches:
-            raise ValueError(f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size")
-        if self.micro_batch_size < 0:
-            raise ValueError("micro_batch_size must be >= 0 (0 = no limit)")
-        if self.length_buckets < 1:
-            raise ValueError(f"length_buckets must be >= 1, got {self.length_buckets}")
-        if self.loss_agg not in core.LOSS_AGG_MODES:
-            raise ValueError(f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(core.LOSS_AGG_MODES)}")
-        if self.kl_coef < 0:
-            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+    def rows(self, idx: torch.Tensor, T: int) -> "Advantages":
+        """Rows ``idx``, per-token tensors cut to the first ``T`` columns (a trimmed micro-batch)."""
+        cut = lambda t: t[idx][:, :T] if t.dim() == 2 else t[idx]  # noqa: E731
+        # the mask contiguous: float sums over it (token counts, weighted means) then add in one fixed order
+        return Advantages(cut(self.values), cut(self.mask).contiguous(), {k: cut(v) for k, v in self.extras.items()}, self.metrics)
 
 
 class Algorithm:
     """Base class: owns the policy's optimizer and runs the update loop."""
 
     name = "base"
-    Config = AlgoConfig
-    min_group_size = 1
 
-    def __init__(self, policy, cfg: AlgoConfig, ref_model=None, tokenizer=None):
-        self.policy, self.cfg, self.ref_model, self.tokenizer = policy, cfg, ref_model, tokenizer
+    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
+        self.policy, self.cfg = policy, cfg
+        self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
         self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far
-        self.total_steps = 1  # set by the loop
-        self.max_new_tokens = 0  # set by the loop: the sampling length limit
-        self.temperature = 1.0  # set by the loop: the sampling temperature
 
     # ---- what the loop asks before sampling -------------------------------- #
 
@@ -99,12 +77,11 @@ class Algorithm:
 
     # ---- the two methods an algorithm writes ------------------------------- #
 
-    def advantages(self, ro: Rollout) -> torch.Tensor:
-        """Per-token advantages, (N, T) (or (N, 1) to share one value across an answer)."""
+    def advantages(self, ro: Rollout) -> Advantages:
         raise NotImplementedError
 
-    def loss(self, mb: Rollout, out: dict, adv: torch.Tensor, old_logp: torch.Tensor):
-        """Scalar loss and metrics for one (micro)batch. ``out`` is :func:`forward_logprobs`'s dict."""
+    def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
+        """Scalar loss and metrics for one micro-batch. ``out`` is :func:`forward_logprobs`'s dict."""
         raise NotImplementedError
 
     @property
@@ -112,44 +89,44 @@ class Algorithm:
         """``L_max`` of ``seq-mean-token-sum-norm``: the generation budget, the same for every batch."""
         return self.max_new_tokens or None
 
-    def loss_mask(self, mb: Rollout) -> torch.Tensor:
-        """Which tokens the loss counts, (N, T): every completion token (DAPO masks some out)."""
-        return mb.completion_mask
-
-    # ---- the shared update loop --------------------------------------------- #
-
     def wants_entropy_grad(self) -> bool:
         """Whether the loss differentiates the entropy (an entropy bonus)."""
         return False
 
-    def forward(self, mb: Rollout, with_entropy: bool) -> dict:
-        """The policy's log-probs (and entropy) on a batch, with grad."""
-        return forward_logprobs(self.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature, with_entropy=with_entropy, entropy_grad=self.wants_entropy_grad())
+    # ---- the shared update loop --------------------------------------------- #
 
     def parameters(self):
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
     def update(self, ro: Rollout) -> dict:
-        """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps."""
+        """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps.
+
+        Each minibatch runs as length buckets (and at most ``micro_batch_size``
+        rows per pass); each pass's loss is weighted by its share of the
+        minibatch (of tokens for token-mean, of answers otherwise), so the
+        accumulated gradient equals one pass over the whole minibatch.
+        """
         self.policy.train()
-        adv = self.advantages(ro)  # (N, T) or (N, 1)
+        adv = self.advantages(ro)
         N, cfg = len(ro), self.cfg
         logs: dict[str, list[float]] = {}
         first_pass: dict[str, float] = {}
         if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
             self._record_sampling_stats(ro, ro.old_logprobs, ro.old_entropy, first_pass)
-        loss_tokens = self.loss_mask(ro).sum(-1)  # (N,) tokens each row adds to a token-mean
+        loss_tokens = adv.mask.sum(-1)  # (N,) tokens each row adds to a token-mean
         lengths = ro.length_key()  # (N,) sort key for the length buckets
         for epoch in range(cfg.epochs):
-            order = torch.randperm(N, device=adv.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.device)
+            order = torch.randperm(N, device=adv.values.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.values.device)
             for idx in order.chunk(cfg.minibatches):
                 self.optimizer.zero_grad(set_to_none=True)
                 mb_tokens = loss_tokens[idx].sum().clamp(min=1e-8)
                 finite, mb_logs = True, {}  # every micro-batch loss is finite; metrics weighted like the loss
                 for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
                     mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
-                    a = adv[sub][:, : mb.completion_ids.shape[1]]  # (n, T') or (n, 1)
-                    out = self.forward(mb, with_entropy=(epoch == 0 and ro.old_entropy is None))
+                    a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
+                    record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
+                    out = forward_logprobs(self.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
+                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad())
                     old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                     loss, m = self.loss(mb, out, a, old)
                     # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
@@ -157,7 +134,7 @@ class Algorithm:
                     (loss * w).backward()
                     m["loss"] = loss.item()
                     finite = finite and math.isfinite(m["loss"])
-                    if epoch == 0 and ro.old_entropy is None:  # one update: this pass *is* the sampling policy
+                    if record_sampling:
                         self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
                     for k, v in m.items():  # the weights sum to 1 over the minibatch
                         mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
@@ -166,20 +143,18 @@ class Algorithm:
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
                 logs.setdefault("grad_norm", []).append(grad_norm.item())
                 if finite and torch.isfinite(grad_norm):
-                    self.step_optimizer()
+                    self.optimizer.step()
                 else:  # never let NaN/inf into the weights
                     self.optimizer.zero_grad(set_to_none=True)
                     logs.setdefault("nonfinite", []).append(1.0)
         metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
         metrics.update({k: v / max(first_pass.get("_tokens", 1.0), 1.0) for k, v in first_pass.items() if not k.startswith("_")})
+        metrics.update(adv.metrics)
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         self.step_count += 1
         if "nonfinite" in metrics:
             metrics["nonfinite"] = 1.0
         return metrics
-
-    def step_optimizer(self) -> None:
-        self.optimizer.step()
 
     @torch.no_grad()
     def _record_sampling_stats(self, mb: Rollout, logp: torch.Tensor, entropy: torch.Tensor, acc: dict) -> None:
@@ -194,9 +169,8 @@ class Algorithm:
     # ---- checkpointing ------------------------------------------------------ #
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "step_count": self.step_count, "temperature": self.temperature}
+        return {"optimizer": self.optimizer.state_dict(), "step_count": self.step_count}
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.step_count = state.get("step_count", 0)
-        self.temperature = state.get("temperature", self.temperature)

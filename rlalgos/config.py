@@ -1,0 +1,424 @@
+"""Every knob of rlalgos, with its docstring and its check, and nothing else.
+
+The dataclasses here are the command line (``rlalgos train grpo --help`` prints
+their field docstrings) and the Python API (``train(TrainConfig(...),
+make_config("grpo", lr=3e-4))``). This module imports neither torch nor
+transformers, so the CLI answers ``--help`` and bad values at once.
+
+Read the algorithm configs in order: each adds only what its algorithm adds.
+
+    AlgoConfig -> ReinforceConfig                       (a baseline, KL in the reward)
+    AlgoConfig -> ClippedConfig -> PPOConfig            (ratio clip; critic, GAE, KL per token in the reward)
+                                -> GRPOConfig -> DAPOConfig   (group advantage, KL in the loss; the DAPO switches)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from .tasks import DATA_DIR
+
+BASE_MODEL_DIR = DATA_DIR / "base_model"
+"""Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
+REWARD_MODEL_DIR = DATA_DIR / "reward_model"
+"""Where the shipped reward model lives (``rlalgos rm`` writes it)."""
+
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+BASELINES = ("none", "batch_mean", "leave_one_out")
+KL_ESTIMATORS = ("k1", "k2", "k3")
+DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+# --------------------------------------------------------------------------- #
+# The run
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class TrainConfig:
+    """Everything about a run that is not the algorithm's own hyperparameters."""
+
+    algo: str = "reinforce"
+    """Algorithm name (see ``rlalgos algos``); on the command line it is the word after ``train``."""
+    model: str = ""
+    """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
+    task: str = "addition"
+    """Task name (``addition``), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
+    steps: int = 60
+    """Training steps (one rollout and one update each)."""
+    prompts_per_step: int = 32
+    """Distinct prompts sampled per step."""
+    group_size: int = 8
+    """Completions per prompt (G); the batch is prompts_per_step x group_size sequences."""
+    max_new_tokens: int = 0
+    """Longest completion in tokens; 0 = the task's default (48 for addition)."""
+    temperature: float = 1.0
+    """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
+    sampler: str = "compact"
+    """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
+    eval_every: int = 20
+    """Evaluate on the test split every this many steps (and before the first and after the last)."""
+    eval_prompts: int = 200
+    """Test prompts per evaluation (0 = the whole test split)."""
+    eval_samples: int = 4
+    """Sampled completions per test prompt: eval_accuracy is their mean (pass@1), and pass@k uses all of them."""
+    reward_model: str = ""
+    """Folder of a learned reward model (``rlalgos rm``) to add as the reward ``rm``; empty = rule rewards only."""
+    rm_weight: float = 1.0
+    """Weight of the reward model's score in the total reward."""
+    rule_weight: float = 1.0
+    """Weight of the rule (correctness) reward; 0 = train on the reward model alone (accuracy is still measured by the rule)."""
+    save_every: int = 10
+    """Write a checkpoint every this many steps and at the end, so a killed run can be resumed (0 = only at the end)."""
+    log_kl: bool = True
+    """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
+    seed: int = 0
+    """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
+    device: str = "auto"
+    """``auto`` (CUDA if present, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    out_dir: str = "runs/run"
+    """Run folder: metrics.jsonl, samples.jsonl, config.json, checkpoint/."""
+    overwrite: bool = False
+    """Replace the run already in out_dir (only a run folder, only its own files, only once the new run has started)."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+    on_nonfinite: str = "stop"
+    """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` with one line saying what to change."""
+        algorithm_config(self.algo)
+        for name in ("steps", "prompts_per_step", "group_size", "eval_samples"):
+            _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
+            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
+        _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
+        _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
+        _check(self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
+
+
+# --------------------------------------------------------------------------- #
+# The algorithms, each a small diff of the previous one
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class AlgoConfig:
+    """Optimisation settings every algorithm has."""
+
+    lr: float = 1e-4
+    """AdamW learning rate of the policy."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    max_grad_norm: float = 1.0
+    """Clip the global gradient norm to this (the logged ``grad_norm`` is before clipping)."""
+    epochs: int = 1
+    """Passes over each rollout. 1 = strictly on-policy: the ratio is exactly 1."""
+    minibatches: int = 1
+    """Optimizer steps per epoch; the rollout is shuffled and split into this many parts."""
+    micro_batch_size: int = 0
+    """At most this many sequences per forward/backward (gradient accumulation); 0 = no limit."""
+    length_buckets: int = 4
+    """Forward/backward passes per minibatch: its rows sorted by length and cut into this many
+    runs, each padded only to its own longest row. Same gradient, less padding; 1 = one pass."""
+    loss_agg: str = "token-mean"
+    """How the per-token loss becomes a scalar: token-mean, seq-mean-token-mean or seq-mean-token-sum-norm."""
+    kl_coef: float = 0.0
+    """Weight of the KL-to-reference term (what it is added to depends on the algorithm)."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        """Raise ``ValueError`` with one line saying what to change."""
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(self.weight_decay >= 0 and self.max_grad_norm > 0, "weight_decay must be >= 0 and max_grad_norm > 0")
+        _check(self.epochs >= 1 and self.minibatches >= 1, f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
+        _check(num_sequences % self.minibatches == 0, f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size")
+        _check(self.micro_batch_size >= 0, "micro_batch_size must be >= 0 (0 = no limit)")
+        _check(self.length_buckets >= 1, f"length_buckets must be >= 1, got {self.length_buckets}")
+        _check(self.loss_agg in LOSS_AGG_MODES, f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(LOSS_AGG_MODES)}")
+        _check(self.kl_coef >= 0, f"kl_coef must be >= 0, got {self.kl_coef}")
+
+
+@dataclass
+class ReinforceConfig(AlgoConfig):
+    """REINFORCE: a baseline, and an optional KL penalty taken off the answer's reward."""
+
+    baseline: str = "leave_one_out"
+    """``none`` (r), ``batch_mean`` (r - mean of the batch) or ``leave_one_out`` (r - mean of the other answers to the same prompt: RLOO)."""
+    kl_coef: float = 0.0
+    """beta in ``r - beta * sum_t KL_t``: a per-answer KL penalty to the reference, taken off the reward."""
+    kl_estimator: str = "k1"
+    """Which per-token KL estimate the penalty sums: k1 (log-ratio, classic RLHF), k2 or k3."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(self.baseline in BASELINES, f"unknown baseline {self.baseline!r}; use one of {', '.join(BASELINES)}")
+        _check(self.baseline != "leave_one_out" or group_size >= 2, "baseline 'leave_one_out' needs group_size >= 2; raise group_size or use baseline 'batch_mean'")
+        _check(self.kl_estimator in KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use k1, k2 or k3")
+
+
+@dataclass
+class ClippedConfig(AlgoConfig):
+    """What PPO adds to the policy update, and GRPO keeps: the clipped importance ratio."""
+
+    clip_low: float = 0.2
+    """The ratio is clipped at 1 - clip_low where A < 0."""
+    clip_high: float = 0.2
+    """The ratio is clipped at 1 + clip_high where A > 0 (symmetric in PPO and vanilla GRPO)."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(0 < self.clip_low < 1 and self.clip_high > 0, f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}")
+
+
+@dataclass
+class PPOConfig(ClippedConfig):
+    """PPO: a critic, GAE, the clipped ratio, several epochs over minibatches."""
+
+    epochs: int = 2
+    """Passes over each rollout (the ratio moves away from 1 after the first minibatch)."""
+    minibatches: int = 4
+    """Optimizer steps per epoch."""
+    critic_lr: float = 3e-4
+    """AdamW learning rate of the critic."""
+    value_clip: float = 0.2
+    """The new value may move at most this far from the rollout-time value in the clipped value loss."""
+    vf_coef: float = 0.5
+    """Weight of the value loss in the total loss."""
+    gamma: float = 1.0
+    """Discount per token (1.0: a reasoning answer is one episode)."""
+    lam: float = 0.95
+    """GAE lambda: 1 = Monte-Carlo return minus V (unbiased, noisy), 0 = one-step TD (biased by V, quiet)."""
+    whiten: bool = True
+    """Normalise advantages to zero mean and unit variance over the batch."""
+    kl_coef: float = 0.05
+    """Per-token KL penalty (k1) to the reference, subtracted from the reward."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(self.value_clip > 0, f"value_clip must be > 0, got {self.value_clip}")
+        _check(0 <= self.gamma <= 1 and 0 <= self.lam <= 1, f"gamma and lam must be in [0, 1], got {self.gamma} and {self.lam}")
+        _check(self.critic_lr > 0 and self.vf_coef >= 0, "critic_lr must be > 0 and vf_coef >= 0")
+
+
+@dataclass
+class GRPOConfig(ClippedConfig):
+    """Vanilla GRPO: the critic replaced by the group, k3 KL in the loss, per-answer aggregation."""
+
+    adv_scale: str = "std"
+    """``std``: divide by the group's unbiased std + eps (GRPO); ``none``: only centre (Dr. GRPO)."""
+    adv_eps: float = 1e-6
+    """eps added to the group std (outside the square root), as in verl."""
+    kl_coef: float = 0.04
+    """beta: weight of the k3 KL-to-reference term in the loss (0 = no reference needed)."""
+    kl_estimator: str = "k3"
+    """KL estimate used in the loss: k1, k2 or k3."""
+    loss_agg: str = "seq-mean-token-mean"
+    """Per answer then over answers (GRPO); ``token-mean`` (DAPO); ``seq-mean-token-sum-norm`` (Dr. GRPO)."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(group_size >= 2, f"group methods compare answers within a group, so group_size must be >= 2; got {group_size}")
+        _check(self.adv_scale in ("std", "none"), f"unknown adv_scale {self.adv_scale!r}; use std or none")
+        _check(self.kl_estimator in KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use k1, k2 or k3")
+
+
+@dataclass
+class DAPOConfig(GRPOConfig):
+    """GRPO plus the DAPO switches, with DAPO's values as defaults."""
+
+    clip_high: float = 0.28
+    """Clip-higher: the upper bound is 1 + 0.28, wider than the lower 1 - 0.2. Like any clip it acts only once the policy moves inside a rollout: set minibatches or epochs > 1 (DAPO itself takes many minibatch steps per rollout)."""
+    loss_agg: str = "token-mean"
+    """Token-level loss: sum over all tokens / all tokens in the batch."""
+    kl_coef: float = 0.0
+    """No KL to the reference by default."""
+    kl_stages: str = ""
+    """KL schedule as STEP:COEF pairs, e.g. ``0:0.0,40:0.02`` (from step 40 on, beta = 0.02); empty = constant kl_coef."""
+    dynamic_sampling: str = "resample"
+    """``resample``: drop all-equal groups and sample more; ``filter``: drop, no refill; ``downweight``: keep, weight ``degenerate_weight``; ``off``."""
+    max_resample_rounds: int = 3
+    """At most this many extra sampling rounds per step; then train on what there is."""
+    degenerate_weight: float = 0.1
+    """With ``downweight``: weight of an all-equal group's tokens in the loss."""
+    overlong_penalty: bool = True
+    """Add DAPO's soft overlong penalty to the reward."""
+    overlong_buffer: int = 8
+    """L_c: the penalty ramps from 0 to -1 over the last this many tokens before max_new_tokens."""
+    overlong_filter: bool = False
+    """Mask truncated answers (no EOS) out of the loss."""
+    entropy_threshold: float = 0.0
+    """Entropy monitor: act when the mean entropy (nats/token) falls below this; 0 = only log it."""
+    entropy_action: str = "bonus"
+    """What the monitor does: ``bonus`` (add entropy_coef * entropy to the objective) or ``temperature`` (raise it)."""
+    entropy_coef: float = 0.01
+    """Entropy bonus weight while the monitor is firing."""
+    temperature_step: float = 0.1
+    """Temperature increase per firing (``temperature`` action), up to max_temperature."""
+    max_temperature: float = 1.5
+    """Ceiling for the sampling temperature."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(self.dynamic_sampling in DYNAMIC_SAMPLING, f"unknown dynamic_sampling {self.dynamic_sampling!r}; use one of {', '.join(DYNAMIC_SAMPLING)}")
+        _check(self.max_resample_rounds >= 0 and 0 <= self.degenerate_weight <= 1, "max_resample_rounds must be >= 0 and degenerate_weight in [0, 1]")
+        _check(self.overlong_buffer >= 1, f"overlong_buffer must be >= 1, got {self.overlong_buffer}")
+        _check(self.entropy_action in ("bonus", "temperature"), f"unknown entropy_action {self.entropy_action!r}; use bonus or temperature")
+        _check(min(self.entropy_threshold, self.entropy_coef, self.temperature_step) >= 0, "entropy_threshold, entropy_coef and temperature_step must be >= 0")
+        parse_stages(self.kl_stages)
+
+
+def parse_stages(text: str) -> list[tuple[int, float]]:
+    """``"0:0.0,40:0.02"`` -> ``[(0, 0.0), (40, 0.02)]`` (sorted by step)."""
+    if not text.strip():
+        return []
+    out = []
+    for part in text.split(","):
+        try:
+            step, coef = part.split(":")
+            out.append((int(step), float(coef)))
+        except ValueError:
+            raise ValueError(f"bad kl_stages entry {part!r}; write STEP:COEF pairs like 0:0.0,40:0.02") from None
+        _check(out[-1][1] >= 0, f"kl_stages coefficients must be >= 0, got {part!r}")
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm: its config class, the defaults it changes, and one line on what it is."""
+
+    config: type
+    preset: dict
+    summary: str
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "reinforce": AlgorithmSpec(ReinforceConfig, {}, "REINFORCE: answer reward minus a baseline (leave-one-out by default) times grad log-prob, one on-policy step"),
+    "ppo": AlgorithmSpec(PPOConfig, {}, "PPO: a learned critic and GAE, the clipped ratio, KL per token in the reward, 2 epochs x 4 minibatches"),
+    "grpo": AlgorithmSpec(GRPOConfig, {}, "vanilla GRPO (DeepSeekMath): group-relative advantage instead of a critic, k3 KL in the loss"),
+    "dapo": AlgorithmSpec(DAPOConfig, {}, "improved GRPO (DAPO): dynamic sampling, clip-higher, token-level loss, overlong shaping, no KL, entropy monitor"),
+    "drgrpo": AlgorithmSpec(GRPOConfig, {"adv_scale": "none", "loss_agg": "seq-mean-token-sum-norm"}, "Dr. GRPO: GRPO without the std division, with a constant length normaliser (grpo --adv-scale none --loss-agg seq-mean-token-sum-norm)"),
+    "rloo": AlgorithmSpec(ReinforceConfig, {"baseline": "leave_one_out"}, "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)"),
+}
+"""name -> :class:`AlgorithmSpec`. The classes that run them are in ``rlalgos.algorithms``."""
+
+
+def algorithm_config(name: str) -> AlgorithmSpec:
+    _check(name in ALGORITHMS, f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+    return ALGORITHMS[name]
+
+
+def make_config(name: str, **overrides) -> AlgoConfig:
+    """The named algorithm's config (its preset applied) with ``overrides`` (unknown keys are an error)."""
+    spec = algorithm_config(name)
+    known = {f.name for f in fields(spec.config)}
+    bad = sorted(set(overrides) - known)
+    _check(not bad, f"{name} has no option {', '.join(bad)}; its options are {', '.join(sorted(known))}")
+    return replace(spec.config(**spec.preset), **overrides)
+
+
+def parse_algo_spec(spec: str) -> tuple[str, dict]:
+    """``dapo:minibatches=4:clip_high=0.3`` -> ("dapo", {"minibatches": 4, "clip_high": 0.3}),
+    each value converted to the type of that option's default."""
+    name, *pairs = spec.strip().split(":")
+    algorithm_config(name)
+    defaults = {f.name: f for f in fields(ALGORITHMS[name].config)}
+    options = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        _check(bool(eq) and key in defaults, f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE with an option of {name} ({', '.join(defaults)})")
+        typ = type(getattr(ALGORITHMS[name].config(), key))
+        try:
+            options[key] = {"true": True, "false": False}[value.lower()] if typ is bool else typ(value)
+        except (KeyError, ValueError):
+            raise ValueError(f"bad value {value!r} for {name}'s {key} (a {typ.__name__}) in {spec!r}") from None
+    return name, options
+
+
+# --------------------------------------------------------------------------- #
+# Making the models the workbook ships
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class SFTConfig:
+    """Supervised fine-tuning of the tiny model on the addition task."""
+
+    steps: int = 2000
+    """Optimizer steps."""
+    batch_size: int = 64
+    """Examples per step."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate (linear warmup over 5% of steps, cosine decay to 10%)."""
+    direct_frac: float = 0.3
+    """Share of targets written as a direct answer (``#204``) instead of the scratchpad."""
+    hidden: int = 128
+    """Model width."""
+    layers: int = 4
+    """Transformer blocks."""
+    seed: int = 0
+    """Seeds initialisation, data order and strategy choice."""
+    out_dir: str = str(BASE_MODEL_DIR)
+    """Where to ``save_pretrained`` the model and tokenizer."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
+    data_dir: str = str(DATA_DIR)
+    """Where the task's jsonl splits are (made with a fixed seed if missing)."""
+    eval_prompts: int = 500
+    """Test prompts for the accuracy report."""
+    device: str = "auto"
+    """``auto``, ``cpu`` or ``cuda``."""
+    progress: bool = True
+    """Show a progress bar."""
+
+
+@dataclass
+class RMConfig:
+    """Train a reward model on base-model samples labelled by the rule reward."""
+
+    base: str = ""
+    """Model whose trunk initialises the reward model and which samples the data; empty = the shipped base model."""
+    prompts: int = 1200
+    """Training prompts to sample completions for."""
+    heldout_prompts: int = 200
+    """Prompts (from the test split) held out for accuracy and AUC."""
+    group_size: int = 8
+    """Completions per prompt."""
+    loss: str = "pairwise"
+    """``pairwise`` (Bradley-Terry: -log sigmoid(r_chosen - r_rejected)) or ``bce`` (each completion against its 0/1 label)."""
+    steps: int = 600
+    """Optimizer steps."""
+    batch_size: int = 64
+    """Pairs (or completions) per step."""
+    lr: float = 3e-4
+    """AdamW learning rate."""
+    seed: int = 0
+    """Seeds sampling, pairing and initialisation."""
+    out_dir: str = str(REWARD_MODEL_DIR)
+    """Where to save_pretrained the reward model and its tokenizer."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
+    device: str = "auto"
+    """auto, cpu or cuda."""
+    progress: bool = True
+    """Show progress bars."""
+
+
+def load_run_config(run_dir: str | Path) -> tuple[TrainConfig, AlgoConfig]:
+    """The (TrainConfig, algorithm config) a run folder was started with."""
+    import json
+
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
+    saved = json.loads(path.read_text())
+    cfg = TrainConfig(**saved["train"])
+    return cfg, algorithm_config(cfg.algo).config(**saved["algo"])

@@ -1,0 +1,177 @@
+"""The rollout record: one batch of sampled completions with everything any
+algorithm needs (token ids and masks, truncation flags, sampling-time and
+reference log-probs, rewards and their parts). Algorithms read it and never
+write to it; the sampler (:mod:`rlalgos.rollout`) fills it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+def pad_cat(tensors: Sequence[torch.Tensor], left: bool, value) -> torch.Tensor:
+    """Concatenate (n_i, L_i) tensors along dim 0, padding each to the longest L
+    on the left (prompts) or the right (completions) with ``value``."""
+    width = max(t.shape[1] for t in tensors)
+    return torch.cat([F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors])
+
+
+def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]):
+    """Mask up to and including the first EOS, and which rows never emit one.
+
+    completion_ids: (N, T); returns (mask (N, T) float, truncated (N,) bool)
+    """
+    eos_ids = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id])
+    is_eos = torch.isin(completion_ids, eos_ids.to(completion_ids.device))  # (N, T)
+    has_eos = is_eos.any(dim=1)  # (N,)
+    T = completion_ids.shape[1]
+    first = torch.where(has_eos, is_eos.int().argmax(dim=1), torch.full_like(has_eos, T, dtype=torch.long))  # (N,)
+    pos = torch.arange(T, device=completion_ids.device).unsqueeze(0)  # (1, T)
+    mask = (pos <= first.unsqueeze(1)) & (pos < T)
+    return mask.float(), ~has_eos
+
+
+@dataclass
+class Rollout:
+    """One batch of ``N = prompts x G`` sampled completions, grouped by prompt.
+
+    Rows ``g*G .. g*G+G-1`` share prompt ``g``. Prompts are left-padded,
+    completions right-padded, so ``cat(prompt_ids, completion_ids)`` is the full
+    sequence with the completion's first token at column ``P``.
+    """
+
+    prompts: list[str]  # (N,) prompt text, repeated for each of its G completions
+    completions: list[str]  # (N,) decoded completion text (special tokens removed)
+    rows: list[dict]  # (N,) the task rows (answers and other reward columns)
+    prompt_ids: torch.Tensor  # (N, P) left-padded
+    prompt_mask: torch.Tensor  # (N, P) 1 on real prompt tokens
+    completion_ids: torch.Tensor  # (N, T) right-padded
+    completion_mask: torch.Tensor  # (N, T) float, 1 up to and including EOS
+    truncated: torch.Tensor  # (N,) bool: no EOS within max_new_tokens
+    old_logprobs: torch.Tensor | None  # (N, T) log-probs under the sampling policy
+    ref_logprobs: torch.Tensor | None  # (N, T) log-probs under the reference model
+    rewards: torch.Tensor  # (N,) weighted total reward
+    reward_parts: dict[str, torch.Tensor]  # name -> (N,) each reward function's raw value
+    group_size: int
+    temperature: float = 1.0  # the temperature the completions were sampled at (log-probs use the same)
+    correct_key: str = "correct"
+    old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
+    pad_token_id: int = 0
+    seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
+
+    def __len__(self) -> int:
+        return self.completion_ids.shape[0]
+
+    @property
+    def num_groups(self) -> int:
+        return len(self) // self.group_size
+
+    @property
+    def lengths(self) -> torch.Tensor:  # (N,) completion lengths in tokens (incl. EOS)
+        return self.completion_mask.sum(-1)
+
+    def length_key(self) -> torch.Tensor:
+        """(N,) sort key for :func:`length_buckets`: completion length, then prompt length
+        (a bucket is as wide as its longest prompt plus its longest completion)."""
+        P = self.prompt_mask.shape[1]
+        return self.completion_mask.sum(-1).long() * (P + 1) + self.prompt_mask.sum(-1).long()
+
+    @property
+    def correct(self) -> torch.Tensor:  # (N,) 1.0 where the answer is right
+        return self.reward_parts[self.correct_key]
+
+    def select(self, idx: torch.Tensor | Sequence[int]) -> "Rollout":
+        """The rows ``idx`` as a new Rollout (minibatches, filtered groups).
+        ``group_size`` is kept; select whole groups if you need grouping."""
+        idx = torch.as_tensor(idx, dtype=torch.long)
+        il = idx.tolist()
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, torch.Tensor):
+                out[f.name] = v[idx]
+            elif isinstance(v, list):
+                out[f.name] = [v[i] for i in il]
+            elif f.name == "reward_parts":
+                out[f.name] = {k: t[idx] for k, t in v.items()}
+            else:
+                out[f.name] = v
+        return Rollout(**out)
+
+    def trimmed(self) -> "Rollout":
+        """The same rows without all-padding columns: prompt columns on the left
+        that no row uses, completion columns on the right after every row ended."""
+        P = max(int(self.prompt_mask.sum(-1).max().item()), 1) if len(self) else 1
+        T = max(int(self.completion_mask.sum(-1).max().item()), 1) if len(self) else 1
+        if P == self.prompt_ids.shape[1] and T == self.completion_ids.shape[1]:
+            return self
+        per_token = lambda t: None if t is None else t[:, :T]  # noqa: E731
+        return replace(
+            self,
+            prompt_ids=self.prompt_ids[:, -P:],
+            prompt_mask=self.prompt_mask[:, -P:],
+            completion_ids=self.completion_ids[:, :T],
+            completion_mask=self.completion_mask[:, :T],
+            old_logprobs=per_token(self.old_logprobs),
+            ref_logprobs=per_token(self.ref_logprobs),
+            old_entropy=per_token(self.old_entropy),
+        )
+
+    @staticmethod
+    def concat(parts: Sequence["Rollout"]) -> "Rollout":
+        """Join rollouts (e.g. the extra rounds of dynamic sampling), re-padding to
+        the longest prompt (left) and completion (right)."""
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1:
+            return parts[0]
+        pad_id = parts[0].pad_token_id
+
+        def cat(name, left, value):
+            ts = [getattr(p, name) for p in parts]
+            return None if ts[0] is None else pad_cat(ts, left, value)
+
+        return Rollout(
+            prompts=sum((p.prompts for p in parts), []),
+            completions=sum((p.completions for p in parts), []),
+            rows=sum((p.rows for p in parts), []),
+            prompt_ids=cat("prompt_ids", True, pad_id),
+            prompt_mask=cat("prompt_mask", True, 0),
+            completion_ids=cat("completion_ids", False, pad_id),
+            completion_mask=cat("completion_mask", False, 0),
+            truncated=torch.cat([p.truncated for p in parts]),
+            old_logprobs=cat("old_logprobs", False, 0.0),
+            old_entropy=cat("old_entropy", False, 0.0),
+            ref_logprobs=cat("ref_logprobs", False, 0.0),
+            rewards=torch.cat([p.rewards for p in parts]),
+            reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
+            group_size=parts[0].group_size,
+            temperature=parts[0].temperature,
+            correct_key=parts[0].correct_key,
+            pad_token_id=pad_id,
+            seconds={k: sum(p.seconds.get(k, 0.0) for p in parts) for k in parts[0].seconds},
+        )
+
+    def with_rewards(self, rewards: torch.Tensor) -> "Rollout":
+        return replace(self, rewards=rewards)
+
+    def group_std(self) -> torch.Tensor:
+        """(N / G,) standard deviation of the reward inside each group."""
+        return self.rewards.view(-1, self.group_size).std(dim=1, unbiased=False)
+
+    def stats(self) -> dict:
+        """The metrics a rollout gives before any update (see the metric vocabulary)."""
+        stats = {
+            "reward_mean": self.rewards.mean().item(),
+            "reward_std": self.rewards.std().item() if len(self) > 1 else 0.0,
+            "accuracy": self.correct.mean().item(),
+            "completion_len": self.lengths.mean().item(),
+            "truncated_frac": self.truncated.float().mean().item(),
+            "zero_std_frac": (self.group_std() == 0).float().mean().item(),
+        }
+        for k, v in self.reward_parts.items():
+            stats[f"reward/{k}"] = v.mean().item()
+        return stats

@@ -1,0 +1,125 @@
+"""Sampling completions: rlalgos' compact KV-cache loop, or transformers' ``generate``."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
+
+from .record import completion_mask_from_ids, pad_cat
+
+
+@dataclass
+class SamplingConfig:
+    """How completions are sampled."""
+
+    max_new_tokens: int = 48
+    """Longest completion; one that has not emitted EOS by then is *truncated*."""
+    temperature: float = 1.0
+    """Softmax temperature; log-probs are taken under the same temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
+    batch_size: int = 512
+    """Sequences per sampling call and per no-grad scoring pass (lower it for big models)."""
+    sampler: str = "compact"
+    """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
+    ``hf``: transformers' ``generate``. Same distribution either way."""
+
+
+def _cache_argument(model) -> str:
+    """The name under which this transformers version takes the KV cache."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+@torch.no_grad()
+def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1, compact_frac: float = 0.0625):
+    """Sample ``n`` completions per prompt with the KV cache, like
+    ``model.generate(do_sample=True, top_k=0, num_return_sequences=n)``, in less time:
+
+    * each prompt goes through the model once; its cache is then copied ``n`` times;
+    * once ``compact_frac`` of the rows still in the batch have emitted EOS, those
+      rows (and their cache) leave the batch, so the late steps only pay for the
+      completions still being written.
+
+    The distribution of every token is the same as ``generate``'s (the
+    temperature and top-p warpers are transformers' own).
+
+    input_ids, attention_mask: (B, P) left-padded prompts
+    returns: (B * n, max_new_tokens) completion ids; row ``b * n + j`` is sample
+    ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``.
+    """
+    eos = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id], device=input_ids.device)
+    warp = LogitsProcessorList()
+    if not greedy and temperature != 1.0:
+        warp.append(TemperatureLogitsWarper(temperature))
+    if not greedy and top_p < 1.0:
+        warp.append(TopPLogitsWarper(top_p))
+    cache = DynamicCache(config=model.config)  # filled in place by every call (sliding-window layers where the model has them)
+    cache_kw = {_cache_argument(model): cache, "use_cache": True}
+    position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, P) as generate counts them
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1, **cache_kw)
+    logits = out.logits[:, -1]  # (B, V)
+    if n > 1:  # one prefill per prompt, then n copies of its cache
+        cache.batch_repeat_interleave(n)
+        logits, attention_mask, position_ids = (t.repeat_interleave(n, dim=0) for t in (logits, attention_mask, position_ids))
+    N = logits.shape[0]
+    tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=input_ids.dtype, device=input_ids.device)  # (N, T)
+    rows = torch.arange(N, device=input_ids.device)  # which output row each batch row writes
+    next_pos = position_ids[:, -1] + 1  # (N,)
+    for t in range(max_new_tokens):
+        if greedy:
+            nxt = logits.argmax(-1)
+        else:
+            probs = torch.softmax(warp(None, logits.float()), dim=-1)  # (n_live, V)
+            nxt = torch.multinomial(probs, 1).squeeze(1)
+        tokens[rows, t] = nxt
+        live = ~torch.isin(nxt, eos)  # (n_live,)
+        n_live = int(live.sum())
+        if n_live == 0 or t == max_new_tokens - 1:
+            break
+        if len(rows) - n_live >= max(1, int(compact_frac * len(rows))):  # drop finished rows
+            keep = live.nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            rows, attention_mask, next_pos, nxt = rows[keep], attention_mask[keep], next_pos[keep], nxt[keep]
+        attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(rows), 1)], dim=1)
+        out = model(input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), **cache_kw)
+        logits = out.logits[:, -1]
+        next_pos = next_pos + 1
+    # a row that finished earlier but stayed in the batch kept sampling: blank what follows its EOS
+    mask, _ = completion_mask_from_ids(tokens, eos_token_id)
+    return torch.where(mask.bool(), tokens, torch.full_like(tokens, pad_token_id))
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False, n: int = 1):
+    """Batched sampling with the KV cache: ``n`` completions for every prompt.
+    Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
+    rows (the n samples of a prompt adjacent), prompts left-padded and
+    completions right-padded with the pad token. ``sampling.sampler`` picks
+    :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``)."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    chunks = []
+    per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
+    for i in range(0, len(prompts), per_call):
+        enc = tokenizer(list(prompts[i : i + per_call]), return_tensors="pt", padding=True).to(device)
+        if sampling.sampler == "hf":
+            ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
+            gen_cfg = GenerationConfig(
+                do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
+                top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+            )
+            completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
+        else:
+            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id,
+                                            sampling.temperature, sampling.top_p, greedy=greedy, n=n)
+        chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
+    model.train(was_training)
+    pad = tokenizer.pad_token_id
+    ids, masks, completions = zip(*chunks)
+    return pad_cat(ids, True, pad), pad_cat(masks, True, 0), pad_cat(completions, False, pad)
