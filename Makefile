@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install  ## the default algorithm comparison on the shipped tiny model
-	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo
+	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
 test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode
 	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks

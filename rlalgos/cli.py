@@ -152,9 +152,12 @@ def _run_config(run: RunOptions, **over) -> TrainConfig:
 
 
 def cmd_train(args) -> None:
+    cfg = _run_config(args.run)
+    cfg.validate()  # bad values answer before torch is imported
+    args.algo.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
     from .train import train
 
-    _print_run_summary(train(_run_config(args.run), args.algo))
+    _print_run_summary(train(cfg, args.algo))
 
 
 def cmd_resume(args: ResumeArgs) -> None:

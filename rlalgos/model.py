@@ -11,8 +11,11 @@ import torch
 from torch import nn
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers.utils import logging as _hf_logging
 
 from .config import BASE_MODEL_DIR
+
+_hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
 SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
 CHARS = string.digits + string.ascii_letters + string.punctuation + " \n"

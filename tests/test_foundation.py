@@ -303,3 +303,13 @@ def test_cli_train_then_plot(tmp_path, tiny_dir, capsys):
     assert saved["algo"]["baseline"] == "batch_mean" and saved["train"]["algo"] == "reinforce"
     rc = cli.main(["plot", str(run), "--out", str(tmp_path / "p.png")])
     assert rc == 0 and (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_cli_imports_neither_torch_nor_transformers_until_a_command_runs():
+    """--help and config errors answer at once because parsing needs only the configs."""
+    import subprocess
+    import sys
+
+    code = "import sys, rlalgos.cli, rlalgos.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
