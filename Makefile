@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 # The CPU build of torch; on a GPU machine: make TORCH_SPEC="torch" install
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning clean
+.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-spread clean
 
 install: $(VENV)/.installed
 
@@ -55,6 +55,14 @@ bench-trl: install  ## rlalgos GRPO against TRL's GRPOTrainer on the same job, a
 bench-learning: install  ## steps / seconds / samples to reach a test accuracy, 4 algorithms x 3 seeds
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/learning_efficiency.py --quiet | tee runs/bench/learning_efficiency.jsonl
+
+bench-mechanisms: install  ## improved-GRPO mechanisms measured on real rollouts (aggregation push, truncation, signal), 3 seeds (~5 min)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/mechanisms.py --seeds 0,1,2 | tee runs/bench/mechanisms.jsonl
+
+bench-spread: install  ## the seed spread behind the learning tests' thresholds, 4 algorithms x 6 seeds (~25 min)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/learning_test_spread.py --seeds 0,1,2,3,4,5 --jobs 2 | tee runs/bench/learning_spread.jsonl
 
 clean:
 	rm -rf runs $(VENV) .pytest_cache

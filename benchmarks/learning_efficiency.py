@@ -53,7 +53,7 @@ def run_one(spec: str, seed: int, args) -> pd.DataFrame:
         if df["step"].max() == args.steps:
             return df
     algo, options = parse_algo_spec(spec)
-    cfg = TrainConfig(algo=algo, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
+    cfg = TrainConfig(algo=algo, task=args.task, max_new_tokens=args.max_new_tokens, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
                       eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), overwrite=True, progress=not args.quiet)
     return train(cfg, make_config(algo, **options))
 
@@ -93,6 +93,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--algos", default="reinforce,ppo,grpo,dapo", help="comma-separated; options after colons, e.g. dapo:minibatches=4")
     p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--task", default="addition", help="task spec, e.g. addition:terms=2-6 (a difficulty regime)")
+    p.add_argument("--max-new-tokens", type=int, default=0, help="generation budget; 0 = the task's")
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--group-size", type=int, default=8)

@@ -49,7 +49,7 @@ class TrainConfig:
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
     task: str = "addition"
-    """Task name (``addition``), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
+    """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
     steps: int = 60
     """Training steps (one rollout and one update each)."""
     prompts_per_step: int = 32

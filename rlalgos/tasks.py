@@ -322,13 +322,55 @@ def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, 
     return Task("gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256, test_source=where)
 
 
+def addition_regime(terms: Sequence[int], max_value: int = 99, n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> Task:
+    """The addition task at another difficulty: ``terms`` per problem (drawn
+    uniformly) and terms of 1..``max_value``, generated in memory with a fixed
+    seed, test prompts disjoint from the training ones. The generation budget is
+    4 + 10 tokens per term of the longest problem (64 for 6 terms; the longest
+    6-term scratchpad is ~58 tokens with its EOS)."""
+    test = make_addition_split(n_test, seed + 1, terms, max_value)
+    test_prompts = {r["prompt"] for r in test}
+    train = [r for r in make_addition_split(n_train + n_test, seed, terms, max_value) if r["prompt"] not in test_prompts][:n_train]
+    rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, 0.0)])
+    label = "-".join(map(str, sorted(set(terms))))
+    return Task("addition", train, test, rewards, max_new_tokens=4 + 10 * max(terms), test_source=f"{n_test} generated problems of {label} terms (seed {seed + 1})",
+                completion_metrics=scratchpad_metrics)
+
+
+def _parse_terms(text: str) -> list[int]:
+    """``"2-6"`` -> [2, 3, 4, 5, 6]; ``"2,5"`` -> [2, 5]."""
+    try:
+        if "-" in text:
+            lo, hi = map(int, text.split("-"))
+            terms = list(range(lo, hi + 1))
+        else:
+            terms = [int(t) for t in text.split(",") if t]
+    except ValueError:
+        terms = []
+    if not terms or min(terms) < 2:
+        raise ValueError(f"bad terms {text!r}; write e.g. addition:terms=2-6 or addition:terms=2,5 (at least 2 terms)")
+    return terms
+
+
 TASKS = {"addition": addition_task}
 
 
 def get_task(name: str, **kwargs) -> Task:
-    """A task by name (``addition``), or ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` for
-    GSM8K-style files (without a test file a seeded share of TRAIN is held out),
-    or ``gsm8k:DATASET`` for a hub dataset (its train and test splits)."""
+    """A task by name (``addition``), ``addition:terms=2-6[:max_value=99]`` for
+    the addition task at another difficulty (:func:`addition_regime`),
+    ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` for GSM8K-style files (without a test
+    file a seeded share of TRAIN is held out), or ``gsm8k:DATASET`` for a hub
+    dataset (its train and test splits)."""
+    if name.startswith("addition:"):
+        options = dict(part.partition("=")[::2] for part in name.split(":")[1:])
+        unknown = set(options) - {"terms", "max_value"}
+        if unknown or "terms" not in options:
+            raise ValueError(f"bad task {name!r}; write addition:terms=2-6 (optionally :max_value=99)")
+        try:
+            max_value = int(options.get("max_value", 99))
+        except ValueError:
+            raise ValueError(f"bad max_value in {name!r}; give an integer") from None
+        return addition_regime(_parse_terms(options["terms"]), max_value)
     if name.startswith("gsm8k:"):
         train_source, _, test_source = name.split(":", 1)[1].partition(",")
         if not train_source:

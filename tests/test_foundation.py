@@ -313,3 +313,17 @@ def test_cli_imports_neither_torch_nor_transformers_until_a_command_runs():
     code = "import sys, rlalgos.cli, rlalgos.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_addition_regimes_from_a_task_spec():
+    from rlalgos.tasks import get_task
+
+    hard = get_task("addition:terms=2-6")
+    assert {r["n_terms"] for r in hard.test} == {2, 3, 4, 5, 6} and hard.max_new_tokens == 64
+    assert not {r["prompt"] for r in hard.test} & {r["prompt"] for r in hard.train}
+    assert max(len(r["target"]) for r in hard.train) + 1 <= hard.max_new_tokens  # the longest scratchpad and its EOS fit
+    assert get_task("addition:terms=2,5:max_value=9").train[0]["n_terms"] in (2, 5)
+    assert get_task("addition:terms=2-6").test == hard.test  # generated with a fixed seed
+    for bad in ("addition:terms=1-3", "addition:max_value=9", "addition:terms=2-4:colour=red", "addition:terms=x"):
+        with pytest.raises(ValueError, match="addition:terms="):
+            get_task(bad)
