@@ -29,3 +29,18 @@ def tiny(tiny_dir):
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def base():
+    """The shipped base model (about 40% right; its answers end at different lengths). Tests must not train it in place."""
+    from rlalgos.model import load_policy
+
+    return load_policy(None, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def task():
+    from rlalgos.tasks import addition_task
+
+    return addition_task()

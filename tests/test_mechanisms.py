@@ -7,20 +7,11 @@ import pytest
 import torch
 
 from rlalgos.mechanisms import aggregation_push, padded_working, plant_long_wrong, score_completions, signal_census, summarize_push, truncation_census
-from rlalgos.model import load_policy
 from rlalgos.rollout import rollout
 from rlalgos.sampler import SamplingConfig
-from rlalgos.tasks import addition_task, correctness_reward, make_addition_split
+from rlalgos.tasks import correctness_reward, make_addition_split
 
 
-@pytest.fixture(scope="module")
-def base():
-    return load_policy(None, device="cpu")
-
-
-@pytest.fixture(scope="module")
-def task():
-    return addition_task()
 
 
 def test_score_completions_rebuilds_what_the_sampler_recorded(base, task):

@@ -6,24 +6,14 @@ import pytest
 import torch
 
 from rlalgos.algorithms import get_algorithm, make_config
-from rlalgos.model import load_policy
 from rlalgos.buckets import length_buckets
 from rlalgos.forward import batched_logprobs, forward_logprobs
+from rlalgos.model import load_policy
 from rlalgos.record import Rollout
 from rlalgos.rollout import rollout
 from rlalgos.sampler import SamplingConfig, generate, sample_completions
-from rlalgos.tasks import addition_task
 
 
-@pytest.fixture(scope="module")
-def base():
-    """The shipped base model: its answers end at different lengths, so compaction happens."""
-    return load_policy(None, device="cpu")
-
-
-@pytest.fixture(scope="module")
-def task():
-    return addition_task()
 
 
 def test_compact_greedy_equals_hf_generate(base, task):
