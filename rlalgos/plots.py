@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 from .train import load_metrics
 
@@ -19,7 +20,8 @@ TITLES = {
     "eval_accuracy": "eval accuracy (sampled pass@1)",
     "eval_greedy_accuracy": "eval accuracy (greedy)",
     "entropy": "entropy (nats / token)",
-    "kl": "KL to reference (k3)",
+    "kl": "KL to reference (k3, measured)",
+    "kl_loss": "KL term in the loss (k3, beta x this is added)",
     "completion_len": "completion length (tokens)",
     "clip_frac": "clip fraction",
     "zero_std_frac": "zero-variance groups",
@@ -43,6 +45,41 @@ TITLES = {
 }
 
 
+YLABELS = {
+    "entropy": "nats / token", "kl": "nats / token", "kl_loss": "nats / token", "completion_len": "tokens",
+    "eval_completion_len": "tokens", "step_seconds": "seconds", "update_seconds": "seconds", "grad_norm": "L2 norm",
+}
+"""y-axis units; accuracies, rewards and fractions are unitless (0..1)."""
+
+KEY_NOTES = {
+    "kl": "``kl`` is measured on every step for every algorithm (the sampling policy against the reference), whether or not it is trained on",
+    "kl_loss": "``kl_loss`` exists only where KL is a term of the loss (grpo, dapo with a KL coefficient): the value before beta",
+}
+
+
+def _run_config(df: pd.DataFrame) -> dict:
+    path = Path(df.attrs.get("run_dir", "run")) / "config.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def eval_sample_count(df: pd.DataFrame, key: str) -> int | None:
+    """How many answers an evaluation accuracy in ``df`` averages (test prompts x samples,
+    or prompts alone for greedy), from the run's config.json; None if unknown."""
+    train = _run_config(df).get("train")
+    if not train or not key.startswith("eval_") or "accuracy" not in key:
+        return None
+    prompts = train["eval_prompts"] or _run_config(df).get("task", {}).get("test_rows")
+    if not prompts:
+        return None
+    return int(prompts) * (1 if "greedy" in key else int(train["eval_samples"]))
+
+
+def is_binary(values) -> bool:
+    """Whether a logged metric is a 0/1 flag (e.g. entropy_monitor_fired): such curves are not smoothed."""
+    v = pd.Series(values).dropna()
+    return len(v) > 0 and bool(v.isin([0.0, 1.0]).all())
+
+
 def run_label(df: pd.DataFrame) -> str:
     """The algorithm name from the run folder's config.json, else the folder name."""
     run_dir = Path(df.attrs.get("run_dir", "run"))
@@ -62,13 +99,14 @@ def group_runs(runs: Sequence[pd.DataFrame | str | Path]) -> dict[str, list[pd.D
 
 
 def _curve(dfs: list[pd.DataFrame], key: str, smooth: int):
-    """Mean and spread across seeds of one metric, on the steps where it was logged."""
+    """Mean and spread across seeds of one metric, on the steps where it was logged.
+    Train metrics are smoothed; eval metrics and 0/1 flags are not."""
     series = []
     for df in dfs:
         if key not in df:
             continue
         s = df[["step", key]].dropna().set_index("step")[key].astype(float)
-        if smooth > 1 and not key.startswith("eval"):
+        if smooth > 1 and not key.startswith("eval") and not is_binary(s):
             s = s.rolling(smooth, min_periods=1).mean()
         series.append(s)
     if not series:
@@ -77,10 +115,16 @@ def _curve(dfs: list[pd.DataFrame], key: str, smooth: int):
     return table.index.values, table.mean(axis=1).values, table.min(axis=1).values, table.max(axis=1).values
 
 
-def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[str] = DEFAULT_KEYS, smooth: int = 5, ncols: int | None = None, title: str | None = None):
+def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[str] = DEFAULT_KEYS, smooth: int = 5, ncols: int | None = None,
+              title: str | None = None, log_keys: Sequence[str] = ()):
     """One panel per metric, one line per group (mean across its seeds) with a
     band from the lowest to the highest seed. Train metrics are smoothed with a
-    rolling mean of ``smooth`` steps; eval metrics are drawn as logged.
+    rolling mean of ``smooth`` steps (0/1 flags are not); eval metrics are drawn
+    as logged, and an eval accuracy of a single run carries its binomial
+    standard error (sqrt(p (1 - p) / n), n = test prompts x samples from the
+    run's config.json; answers to one prompt are correlated, so this is a lower
+    bound on the noise). ``log_keys`` get a log y-axis with plain number ticks.
+    The legend collects every group from every panel.
 
     runs: ``{label: [df, ...]}``, or a list of DataFrames / run folders (grouped by algorithm)
     Returns the matplotlib Figure.
@@ -96,16 +140,32 @@ def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[
             if c is None:
                 continue
             x, mean, lo, hi = c
+            color, name = colors[i % len(colors)], f"{label} (n={len(dfs)})" if len(dfs) > 1 else label
             style = dict(marker="o", ms=3) if key.startswith("eval") else {}
-            ax.plot(x, mean, color=colors[i % len(colors)], label=f"{label} (n={len(dfs)})" if len(dfs) > 1 else label, **style)
+            n = eval_sample_count(dfs[0], key) if len(dfs) == 1 else None
+            if n:
+                se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / n)
+                ax.errorbar(x, mean, yerr=se, color=color, label=name, capsize=2, **style)
+            else:
+                ax.plot(x, mean, color=color, label=name, **style)
             if len(dfs) > 1:
-                ax.fill_between(x, lo, hi, color=colors[i % len(colors)], alpha=0.2)
+                ax.fill_between(x, lo, hi, color=color, alpha=0.2)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel("step")
+        if key in YLABELS:
+            ax.set_ylabel(YLABELS[key])
+        if key in log_keys:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    legend: dict[str, object] = {}  # every group from every panel, in order of first appearance
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(lab, h)
+    handles, labels = list(legend.values()), list(legend.keys())
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False)
     if title:

@@ -1,0 +1,68 @@
+"""The side-by-side plots: every group in the legend, flags not smoothed, binomial error bars, units."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np
+import pandas as pd
+import pytest
+
+from rlalgos.plots import eval_sample_count, is_binary, plot_runs, summary_table
+
+
+def fake_run(tmp_path, name, steps=10, with_kl_loss=False, eval_prompts=50, eval_samples=4):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"train": {"algo": name, "eval_prompts": eval_prompts, "eval_samples": eval_samples}}))
+    rows = [{"step": 0, "eval_accuracy": 0.4, "eval_greedy_accuracy": 0.6}]
+    for s in range(1, steps + 1):
+        row = {"step": s, "reward_mean": s / steps, "entropy": 0.2 - 0.01 * s, "kl": 0.001 * s, "entropy_monitor_fired": float(s % 3 == 0), "completion_len": 20.0}
+        if with_kl_loss:
+            row["kl_loss"] = 0.002 * s
+        rows.append(row)
+    rows[-1].update(eval_accuracy=0.5, eval_greedy_accuracy=0.7)
+    df = pd.DataFrame(rows)
+    df.attrs["run_dir"] = str(d)
+    return df
+
+
+def test_legend_collects_groups_from_every_panel(tmp_path):
+    a, b = fake_run(tmp_path, "dapo"), fake_run(tmp_path, "grpo", with_kl_loss=True)
+    fig = plot_runs({"dapo": [a], "grpo": [b]}, keys=["kl_loss", "entropy"])  # dapo has no kl_loss: absent from panel 1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["grpo", "dapo"]
+
+
+def test_flags_are_not_smoothed_and_units_are_labelled(tmp_path):
+    df = fake_run(tmp_path, "dapo")
+    assert is_binary(df["entropy_monitor_fired"]) and not is_binary(df["entropy"])
+    fig = plot_runs([df], keys=["entropy_monitor_fired", "entropy"], smooth=5)
+    flag_line, ent_line = fig.axes[0].lines[0], fig.axes[1].lines[0]
+    assert set(flag_line.get_ydata()) == {0.0, 1.0}  # drawn as logged
+    assert ent_line.get_ydata()[-1] == pytest.approx(np.mean([0.2 - 0.01 * s for s in range(6, 11)]))  # rolling mean of 5
+    assert fig.axes[1].get_ylabel() == "nats / token"
+
+
+def test_single_run_eval_accuracy_carries_binomial_error_bars(tmp_path):
+    df = fake_run(tmp_path, "grpo", eval_prompts=50, eval_samples=4)
+    assert eval_sample_count(df, "eval_accuracy") == 200 and eval_sample_count(df, "eval_greedy_accuracy") == 50
+    assert eval_sample_count(df, "entropy") is None
+    fig = plot_runs([df], keys=["eval_accuracy"])
+    bars = fig.axes[0].collections[0].get_segments()  # the error bars, one per eval point
+    assert len(bars) == 2
+    half = (bars[1][1][1] - bars[1][0][1]) / 2
+    assert half == pytest.approx(np.sqrt(0.5 * 0.5 / 200))
+
+
+def test_log_axis_has_plain_number_ticks(tmp_path):
+    fig = plot_runs([fake_run(tmp_path, "grpo")], keys=["kl"], log_keys=["kl"])
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    assert ax.yaxis.get_major_formatter()(0.001, 0) == "0.001"
+
+
+def test_summary_table_means_over_seeds(tmp_path):
+    table = summary_table({"grpo": [fake_run(tmp_path, "a"), fake_run(tmp_path, "b")]})
+    assert table.loc["grpo", "seeds"] == 2 and table.loc["grpo", "eval_acc_end"] == pytest.approx(0.5)
