@@ -68,6 +68,8 @@ class CompareArgs:
     """Comma-separated algorithms, each optionally with its own options: e.g. ``grpo,dapo:minibatches=4:clip_high=0.3``."""
     seeds: int = 1
     """Seeds per algorithm, counting up from --seed."""
+    jobs: int = 1
+    """Runs trained side by side, each in its own process pinned to cores // jobs threads (2 on 2 cores: ~1.2x the throughput); 1 = one after another."""
     run: Annotated[RunOptions, Flat] = field(default_factory=lambda: RunOptions(out_dir="runs/compare"))
 
 
@@ -192,8 +194,8 @@ def cmd_compare(args: CompareArgs) -> None:
     specs = [s.strip() for s in args.algos.split(",") if s.strip()]
     if not specs:
         raise ValueError("--algos is empty; give e.g. --algos reinforce,grpo")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.seeds < 1 or args.jobs < 1:
+        raise ValueError(f"--seeds and --jobs must be >= 1, got {args.seeds} and {args.jobs}")
     runs = []  # check everything before the first run starts
     for spec in specs:
         name, options = parse_algo_spec(spec)
@@ -211,12 +213,18 @@ def cmd_compare(args: CompareArgs) -> None:
     check_compare_dir(out, labels, seeds, args.run.overwrite)
 
     from .plots import plot_runs, summary_table
-    from .train import train
+    from .sweep import run_many
 
-    groups = {}
-    for label, cfg, algo_cfg in runs:
-        for s in seeds:
-            groups.setdefault(label, []).append(train(replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg))
+    jobs = [(label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg) for label, cfg, algo_cfg in runs for s in seeds]
+    results = run_many([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], jobs=args.jobs, progress=args.run.progress)
+    groups, failed = {}, 0
+    for (label, _, _), df in zip(jobs, results):
+        if isinstance(df, Exception):
+            failed += 1
+        else:
+            groups.setdefault(label, []).append(df)
+    if not groups:
+        raise ValueError(f"all {len(jobs)} runs failed; the first: {results[0]}")
     table = summary_table(groups)
     table.to_csv(out / "summary.csv")
     fig = plot_runs(groups, keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", "eval_scratchpad_frac"),
@@ -226,6 +234,8 @@ def cmd_compare(args: CompareArgs) -> None:
     print(f"\nrun folders: {out}/<algo>/seed<k>/metrics.jsonl")
     print(f"table:       {out / 'summary.csv'}")
     print(f"figure:      {out / 'compare.png'}")
+    if failed:
+        raise ValueError(f"{failed} of {len(jobs)} runs failed (each named above); the table and figure hold the other {len(jobs) - failed}")
 
 
 def cmd_eval(args: EvalArgs) -> None:

@@ -238,3 +238,31 @@ def test_gsm8k_file_holds_out_a_test_split(tmp_path, tiny_dir):
     df = train(_cfg(tmp_path, tiny_dir, task=f"gsm8k:{train_file}", steps=1, max_new_tokens=4))
     saved = json.loads((Path(df.attrs["run_dir"]) / "config.json").read_text())["task"]
     assert saved["test_rows"] == 4 and saved["test_source"].startswith("held out 4 of the 40 rows")
+
+
+def test_compare_jobs_2_gives_the_numbers_of_runs_one_at_a_time(tmp_path, tiny_dir):
+    """Two worker processes (1 thread each) write exactly the rows that the same
+    runs write one after another with 1 thread."""
+    args = ["compare", "--algos", "grpo,reinforce", "--seeds", "1", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
+            "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress"]
+    assert rlalgos(*args, "--out-dir", tmp_path / "seq").returncode == 0  # OMP_NUM_THREADS=1 in ENV
+    par = rlalgos(*args, "--jobs", "2", "--out-dir", tmp_path / "par")
+    assert par.returncode == 0, par.stderr[-2000:]
+    for algo in ("grpo", "reinforce"):
+        a, b = load_metrics(tmp_path / "seq" / algo / "seed0"), load_metrics(tmp_path / "par" / algo / "seed0")
+        keys = [k for k in a.columns if not k.endswith(TIMING)]
+        assert a[keys].equals(b[keys]), algo
+
+
+def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):
+    from rlalgos.sweep import run_many
+
+    good = TrainConfig(algo="grpo", model=str(tiny_dir), steps=1, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
+                       out_dir=str(tmp_path / "good"), progress=False)
+    bad = TrainConfig(**{**good.__dict__, "model": str(tmp_path / "no-model"), "out_dir": str(tmp_path / "bad")})
+    from rlalgos.config import make_config
+
+    for jobs in (1, 2):
+        out = run_many([(bad, make_config("grpo")), (good, make_config("grpo"))], jobs=jobs, progress=False)
+        assert isinstance(out[0], FileNotFoundError) and out[1]["step"].tolist() == [0, 1]
+        good = TrainConfig(**{**good.__dict__, "overwrite": True})
