@@ -15,8 +15,8 @@ Each test asserts the mean gain of seeds 0 and 1, whose standard error is
 sd / sqrt(2) ~ .017, so each threshold sits 3 standard errors below the
 measured mean, and 3.5-6.5 standard errors above zero: a pass still proves the
 algorithm learns. The spread across seeds stands in for the spread across CPU
-models and thread counts, which moves single runs as much (ppo at seed 0 gave
-+.145 with 2 threads where this sweep, with 1 thread, gave +.084).
+models and thread counts, which moves single runs as much (ppo at seed 0 gained
++.145 in the README's earlier 2-thread run; this 1-thread sweep gave +.084).
 """
 
 from __future__ import annotations
