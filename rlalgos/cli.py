@@ -180,14 +180,12 @@ def check_compare_dir(out: Path, names, seeds, overwrite: bool) -> None:
     """The folder rule for a compare folder, checked for every run before the first starts:
     each run folder may be new, or (with --overwrite) a run folder; summary.csv and
     compare.png are replaced only with --overwrite."""
-    from .runs import check_run_dir
+    from .runs import check_output_files, check_run_dir
 
     for a in names:
         for s in seeds:
             check_run_dir(out / a / f"seed{s}", overwrite)
-    for name in ("summary.csv", "compare.png"):
-        if (out / name).exists() and not overwrite:
-            raise FileExistsError(f"{out / name} exists; replace the comparison with --overwrite or pick another --out-dir")
+    check_output_files([out / "summary.csv", out / "compare.png"], overwrite)
 
 
 def cmd_compare(args: CompareArgs) -> None:
@@ -292,11 +290,10 @@ def cmd_rm(args: RMConfig) -> None:
 
 
 def cmd_data(args: DataArgs) -> None:
+    from .runs import check_output_files
     from .tasks import make_addition_data
 
-    for name in ("addition_train.jsonl", "addition_test.jsonl"):
-        if (Path(args.out_dir) / name).exists() and not args.overwrite:
-            raise FileExistsError(f"{Path(args.out_dir) / name} exists; replace it with --overwrite or pick another --out-dir")
+    check_output_files([Path(args.out_dir) / "addition_train.jsonl", Path(args.out_dir) / "addition_test.jsonl"], args.overwrite)
     paths = make_addition_data(args.out_dir, args.n_train, args.n_test, args.seed)
     print(f"wrote {paths['train']} and {paths['test']}")
 

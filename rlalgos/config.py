@@ -14,6 +14,7 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -414,8 +415,6 @@ class RMConfig:
 
 def load_run_config(run_dir: str | Path) -> tuple[TrainConfig, AlgoConfig]:
     """The (TrainConfig, algorithm config) a run folder was started with."""
-    import json
-
     path = Path(run_dir) / "config.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")

@@ -57,6 +57,14 @@ def check_run_dir(run_dir: str | Path, overwrite: bool) -> bool:
     return True
 
 
+def check_output_files(paths, overwrite: bool) -> None:
+    """A command's own output files (compare's summary.csv, data's splits) are
+    replaced only with ``overwrite``; raise ``FileExistsError`` for the first that exists."""
+    for p in map(Path, paths):
+        if p.exists() and not overwrite:
+            raise FileExistsError(f"{p} exists; replace it with --overwrite or pick another --out-dir")
+
+
 def check_model_dir(out_dir: str | Path, overwrite: bool) -> None:
     """The folder rule for commands that ``save_pretrained`` a model (``sft``, ``rm``):
     a new or empty folder, or, with ``overwrite``, a folder that already holds a
