@@ -32,6 +32,7 @@ TITLES = {
     "reward/correct": "rule reward (correct)",
     "eval_pass@8": "eval pass@8",
     "eval_completion_len": "eval completion length",
+    "eval_entropy": "eval entropy (same test prompts)",
     "ds_dropped_frac": "dynamic sampling: groups dropped",
     "ds_extra_rounds": "dynamic sampling: extra rounds",
     "step_seconds": "seconds per step",
@@ -46,7 +47,7 @@ TITLES = {
 
 
 YLABELS = {
-    "entropy": "nats / token", "kl": "nats / token", "kl_loss": "nats / token", "completion_len": "tokens",
+    "entropy": "nats / token", "eval_entropy": "nats / token", "kl": "nats / token", "kl_loss": "nats / token", "completion_len": "tokens",
     "eval_completion_len": "tokens", "step_seconds": "seconds", "update_seconds": "seconds", "grad_norm": "L2 norm",
 }
 """y-axis units; accuracies, rewards and fractions are unitless (0..1)."""

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from . import core
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, make_config
+from .forward import batched_logprobs
 from .model import frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
@@ -52,7 +53,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     Sampling runs in a forked RNG seeded with ``seed``: evaluation never changes
     the training run's random stream, and every evaluation of a run sees the same
     random numbers (less noise between steps).
-    Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", ...}`` and,
+    Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
     """
     rows = task.test if rows is None else rows
@@ -68,6 +69,10 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
         out[f"eval_pass@{n_samples}"] = sum(core.pass_at_k(n_samples, int(c), n_samples) for c in correct.sum(1).tolist()) / len(rows)
     out["eval_completion_len"] = ro.lengths.mean().item()
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
+    # entropy of the policy on its own test answers: the same prompts for every run, so
+    # comparable across algorithms (the logged `entropy` is over each run's trained batch)
+    _, ent = batched_logprobs(policy, ro, with_entropy=True)  # (N, T)
+    out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
     for k, v in task.completion_metrics(ro.completions).items():  # e.g. the share of answers that show their working

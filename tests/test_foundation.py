@@ -250,6 +250,33 @@ def test_loop_writes_jsonl_and_returns_dataframe(tmp_path, tiny_dir):
     assert json.loads((run / "config.json").read_text())["train"]["steps"] == 3
 
 
+def test_eval_entropy_is_the_policys_entropy_on_its_own_test_answers(tiny_dir):
+    """``eval_entropy`` = token-weighted mean entropy of the policy on the sampled test
+    answers, recomputed here from the same forked random stream; and evaluating
+    leaves the caller's random stream untouched."""
+    from rlalgos.core import entropy_from_logits
+    from rlalgos.train import evaluate
+
+    policy, tok = load_policy(str(tiny_dir), device="cpu")
+    task = addition_task()
+    rows = task.test[:4]
+    torch.manual_seed(11)
+    before = torch.rand(1)
+    torch.manual_seed(11)
+    out = evaluate(policy, tok, task, rows, n_samples=3, max_new_tokens=8, seed=5, greedy=False)
+    assert torch.rand(1) == before
+    torch.manual_seed(5)
+    ro = rollout(policy, tok, rows, 3, task.rewards, SamplingConfig(max_new_tokens=8), old_logprobs=False)
+    ent, n = 0.0, 0
+    with torch.no_grad():
+        for i in range(len(ro.completions)):
+            T = int(ro.completion_mask[i].sum())
+            ids = torch.cat([ro.prompt_ids[i][ro.prompt_mask[i].bool()], ro.completion_ids[i, :T]])
+            logits = policy(ids[None]).logits[0, -T - 1 : -1]  # the logits that predicted each completion token
+            ent += float(entropy_from_logits(logits).sum()); n += T
+    assert out["eval_entropy"] == pytest.approx(ent / n, rel=1e-4)
+
+
 def test_same_seed_same_numbers(tmp_path, tiny_dir):
     a = train(_small_cfg(tmp_path / "a", tiny_dir, seed=3))
     b = train(_small_cfg(tmp_path / "b", tiny_dir, seed=3))
