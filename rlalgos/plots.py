@@ -58,7 +58,8 @@ KEY_NOTES = {
 }
 
 
-def _run_config(df: pd.DataFrame) -> dict:
+def run_config(df: pd.DataFrame) -> dict:
+    """The run's config.json (``{"train": ..., "algo": ...}``), or {} when the run folder has none."""
     path = Path(df.attrs.get("run_dir", "run")) / "config.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -66,10 +67,10 @@ def _run_config(df: pd.DataFrame) -> dict:
 def eval_sample_count(df: pd.DataFrame, key: str) -> int | None:
     """How many answers an evaluation accuracy in ``df`` averages (test prompts x samples,
     or prompts alone for greedy), from the run's config.json; None if unknown."""
-    train = _run_config(df).get("train")
+    train = run_config(df).get("train")
     if not train or not key.startswith("eval_") or "accuracy" not in key:
         return None
-    prompts = train["eval_prompts"] or _run_config(df).get("task", {}).get("test_rows")
+    prompts = train["eval_prompts"] or run_config(df).get("task", {}).get("test_rows")
     if not prompts:
         return None
     return int(prompts) * (1 if "greedy" in key else int(train["eval_samples"]))

@@ -1,0 +1,60 @@
+"""The noise test behind every "shown" / "within noise" verdict in the notebooks."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rlalgos.stats import binomial_se, by_seed, effect_table, final_value, paired_effect, steps_to, t975
+
+
+def _run(tmp_path, name, seed, acc_end, entropy):
+    """A run folder with a config.json and metrics rows: eval at steps 0 and 10, entropy every step."""
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"train": {"seed": seed, "eval_prompts": 100, "eval_samples": 4}}))
+    rows = [{"step": 0, "eval_accuracy": 0.3}] + [{"step": s, "entropy": entropy + 0.01 * (10 - s)} for s in range(1, 11)]
+    rows[-1]["eval_accuracy"] = acc_end
+    df = pd.DataFrame(rows)
+    df.attrs["run_dir"] = str(d)
+    return df
+
+
+def test_final_value_eval_is_last_logged_and_train_is_tail_mean(tmp_path):
+    df = _run(tmp_path, "a", 0, 0.5, 0.1)
+    assert final_value(df, "eval_accuracy") == 0.5
+    assert final_value(df, "entropy", tail=5) == pytest.approx(0.1 + 0.01 * (4 + 3 + 2 + 1 + 0) / 5)
+    assert math.isnan(final_value(df, "missing"))
+    assert steps_to(df, 0.4) == 10 and math.isnan(steps_to(df, 0.9))
+
+
+def test_paired_effect_pairs_by_seed_and_uses_the_t_interval(tmp_path):
+    base = [_run(tmp_path, f"b{s}", s, a, 0.1) for s, a in zip((0, 1, 2), (0.50, 0.40, 0.45))]
+    # arm given in another order: pairing must follow the seed, not the list position
+    arm = [_run(tmp_path, f"x{s}", s, a, 0.1) for s, a in zip((2, 0, 1), (0.47, 0.52, 0.43))]
+    assert by_seed(arm, "eval_accuracy").to_dict() == {2: 0.47, 0: 0.52, 1: 0.43}
+    e = paired_effect(base, arm, "eval_accuracy")
+    diffs = [0.02, 0.03, 0.02]
+    mean = sum(diffs) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / 2)
+    assert e["diff"] == pytest.approx(mean) and e["diff_sd"] == pytest.approx(sd) and e["seeds"] == 3
+    assert e["ci_low"] == pytest.approx(mean - 4.303 * sd / math.sqrt(3))
+    assert e["verdict"] == "shown"  # +2..3 points on every seed: consistent, so shown
+
+    noisy = [_run(tmp_path, f"n{s}", s, a, 0.1) for s, a in zip((0, 1, 2), (0.55, 0.36, 0.47))]  # +5, -4, +2
+    assert paired_effect(base, noisy, "eval_accuracy")["verdict"] == "within noise"
+    assert paired_effect(base[:1], arm[1:2], "eval_accuracy")["verdict"] == "one seed"
+
+
+def test_effect_table_has_a_row_per_arm_and_metric(tmp_path):
+    groups = {"grpo": [_run(tmp_path, f"g{s}", s, 0.4, 0.2) for s in range(3)],
+              "x": [_run(tmp_path, f"x{s}", s, 0.4 + 0.01 * s, 0.1) for s in range(3)]}
+    t = effect_table(groups, "grpo", ["eval_accuracy", "entropy"])
+    assert list(t.index) == [("x", "eval_accuracy"), ("x", "entropy")]
+    assert t.loc[("x", "entropy"), "diff"] == pytest.approx(-0.1) and t.loc[("x", "entropy"), "verdict"] == "shown"
+
+
+def test_t_quantiles_and_binomial_error():
+    assert t975(2) == 4.303 and t975(1000) == 1.96
+    assert binomial_se(0.5, 400) == pytest.approx(0.025)
