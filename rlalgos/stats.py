@@ -41,8 +41,9 @@ def final_value(df: pd.DataFrame, key: str, tail: int = 5) -> float:
 
 
 def steps_to(df: pd.DataFrame, target: float, key: str = "eval_accuracy") -> float:
-    """First step at which ``key`` reached ``target`` (NaN if it never did)."""
-    hit = df.dropna(subset=[key])
+    """First training step (> 0: the model before training does not count) at which
+    ``key`` reached ``target`` (NaN if it never did)."""
+    hit = df[df["step"] > 0].dropna(subset=[key])
     hit = hit[hit[key] >= target]
     return float(hit["step"].iloc[0]) if len(hit) else float("nan")
 
@@ -88,6 +89,22 @@ def effect_table(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, ke
     return pd.DataFrame(rows).set_index(["arm", "metric"])
 
 
+def effect_lines(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, keys: Sequence[str], arms: Sequence[str] | None = None, tail: int = 5) -> list[str]:
+    """:func:`effect_table` as readable lines (:func:`describe`), one per (arm, metric)."""
+    table = effect_table(groups, baseline, keys, arms, tail)
+    return [describe({**row, "metric": metric}, arm, baseline) for (arm, metric), row in table.iterrows()]
+
+
 def binomial_se(p: float, n: int) -> float:
     """Standard error of an accuracy ``p`` measured on ``n`` independent samples."""
     return math.sqrt(max(p * (1 - p), 0.0) / n) if n else float("nan")
+
+
+def describe(row: Mapping, arm: str, base: str, digits: int = 3) -> str:
+    """One line for an :func:`effect_table` row: both ends, the paired difference, its
+    95% interval and the verdict, e.g. ``token_mean vs grpo, eval_accuracy: 0.301 vs
+    0.291, paired diff +0.010 (95% CI -0.021..+0.041, 3 seeds): within noise``."""
+    f = f".{digits}f"
+    ci = f"95% CI {row['ci_low']:+{f}}..{row['ci_high']:+{f}}, " if row["seeds"] > 1 else ""
+    return (f"{arm} vs {base}, {row['metric']}: {row['arm_mean']:{f}} vs {row['base_mean']:{f}}, "
+            f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}): {row['verdict']}")

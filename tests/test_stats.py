@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from rlalgos.stats import binomial_se, by_seed, effect_table, final_value, paired_effect, steps_to, t975
+from rlalgos.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
 
 
 def _run(tmp_path, name, seed, acc_end, entropy):
@@ -27,6 +27,7 @@ def test_final_value_eval_is_last_logged_and_train_is_tail_mean(tmp_path):
     assert final_value(df, "entropy", tail=5) == pytest.approx(0.1 + 0.01 * (4 + 3 + 2 + 1 + 0) / 5)
     assert math.isnan(final_value(df, "missing"))
     assert steps_to(df, 0.4) == 10 and math.isnan(steps_to(df, 0.9))
+    assert steps_to(df, 0.2) == 10  # step 0 (the base model, 0.3) does not count
 
 
 def test_paired_effect_pairs_by_seed_and_uses_the_t_interval(tmp_path):
@@ -58,3 +59,11 @@ def test_effect_table_has_a_row_per_arm_and_metric(tmp_path):
 def test_t_quantiles_and_binomial_error():
     assert t975(2) == 4.303 and t975(1000) == 1.96
     assert binomial_se(0.5, 400) == pytest.approx(0.025)
+
+
+def test_effect_lines_read_like_the_numbers(tmp_path):
+    groups = {"grpo": [_run(tmp_path, f"g{s}", s, 0.40, 0.2) for s in range(3)],
+              "x": [_run(tmp_path, f"x{s}", s, a, 0.2) for s, a in enumerate((0.45, 0.35, 0.41))]}
+    (line,) = effect_lines(groups, "grpo", ["eval_accuracy"])
+    assert line.startswith("x vs grpo, eval_accuracy: 0.403 vs 0.400, paired diff +0.003 (95% CI -")
+    assert line.endswith("3 seeds): within noise")
