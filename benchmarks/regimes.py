@@ -103,7 +103,8 @@ def run_regime(name: str, regime: dict, seeds: list[int], args) -> None:
         finals = [float(df["eval_accuracy"].dropna().iloc[-1]) for df in groups[arm]]
         print(json.dumps({"measure": "regime_arm", **info, "arm": arm, "spec": regime["arms"][arm], "start_eval_accuracy": round(start, 4),
                           "final_eval_accuracy": round(float(np.mean(finals)), 4), "final_per_seed": [round(f, 4) for f in finals],
-                          "target": round(target, 4), "steps_to_target": reach["step"], "samples_to_target": reach["samples"],
+                          "target": round(target, 4), "steps_to_target": None if reach["step"] is None else round(reach["step"], 1),
+                          "samples_to_target": None if reach["samples"] is None else round(reach["samples"]),
                           "steps_ratio_vs_grpo": None if not (reach["step"] and base["step"]) else round(reach["step"] / base["step"], 2),
                           "samples_ratio_vs_grpo": None if not (reach["samples"] and base["samples"]) else round(reach["samples"] / base["samples"], 2),
                           "seconds_per_step": round(float(np.mean([df["step_seconds"].mean() for df in groups[arm]])), 3), **machine_info()}), flush=True)
