@@ -36,7 +36,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from _common import machine_info
 from learning_efficiency import curve, first_crossing, mean_curve
@@ -55,6 +54,8 @@ REGIMES = {
         task="addition", max_new_tokens=0, steps=60, eval_prompts=100, seeds="0,1,2,3,4,5", extra=["eval_entropy", "clip_frac_high"],
         arms={"grpo": "grpo:lr=2e-4:kl_coef=0:minibatches=4",
               "clip_higher": "dapo:lr=2e-4:minibatches=4:clip_high=0.28:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
+              "dynamic_sampling": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=resample:overlong_penalty=False:kl_coef=0",
+              "token_mean": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
               "dapo": "dapo:lr=2e-4:minibatches=4"}),
     "truncation": dict(
         task="addition:terms=3-4", max_new_tokens=24, steps=40, eval_prompts=100, seeds="0,1,2", extra=["completion_len", "truncated_frac"],
