@@ -65,3 +65,22 @@ def test_trl_side_by_side_runs_both():
     # 4 eval prompts x 4 samples: each accuracy is a count of right answers out of 16
     for key in ("eval_accuracy_before", "trl_eval_accuracy", "rlalgos_eval_accuracy"):
         assert 0 <= learning[key] <= 1 and learning[key] * 16 == pytest.approx(round(learning[key] * 16), abs=1e-3), key
+
+
+def test_regimes_pairs_arms_by_seed_and_reuses_finished_runs(tmp_path):
+    args = ["--only", "truncation", "--seeds", "0,1", "--steps", "2", "--prompts", "2", "--group-size", "2", "--eval-every", "1", "--eval-prompts", "4",
+            "--jobs", "1", "--out-dir", str(tmp_path / "runs"), "--fig-dir", str(tmp_path / "fig"), "--quiet"]
+    rows = run("regimes.py", *args, tmp_path=tmp_path)
+    effects = [r for r in rows if r["measure"] == "regime_effect"]
+    arms = {r["arm"]: r for r in rows if r["measure"] == "regime_arm"}
+    assert set(arms) == {"grpo", "overlong_filter", "dapo"} and {r["arm"] for r in effects} == {"overlong_filter", "dapo"}
+    assert all(r["seeds"] == 2 and r["verdict"] in ("shown", "within noise") for r in effects)
+    acc = next(r for r in effects if r["arm"] == "dapo" and r["metric"] == "eval_accuracy")
+    assert acc["diff"] == pytest.approx(acc["arm_mean"] - acc["base_mean"], abs=1e-3)  # paired over the same seeds
+    assert acc["arm_mean"] == pytest.approx(sum(arms["dapo"]["final_per_seed"]) / 2, abs=1e-3)
+    assert arms["grpo"]["steps_ratio_vs_grpo"] in (1.0, None)
+    assert (tmp_path / "fig" / "regime_truncation.png").exists()
+    mtimes = {p: p.stat().st_mtime for p in (tmp_path / "runs").rglob("metrics.jsonl")}
+    assert len(mtimes) == 6  # 3 arms x 2 seeds
+    assert run("regimes.py", *args, tmp_path=tmp_path) == rows  # finished runs are read back, not trained again
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes
