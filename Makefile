@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 # The CPU build of torch; on a GPU machine: make TORCH_SPEC="torch" install
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-spread clean
+.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-spread clean
 
 install: $(VENV)/.installed
 
@@ -55,6 +55,10 @@ bench-trl: install  ## rlalgos GRPO against TRL's GRPOTrainer on the same job, a
 bench-learning: install  ## steps / seconds / samples to reach a test accuracy, 4 algorithms x 3 seeds
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/learning_efficiency.py --quiet | tee runs/bench/learning_efficiency.jsonl
+
+bench-sweep: install  ## the same 6 runs one after another (2 threads) and two at a time (1 thread each): the --jobs 2 speed-up (~3 min)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/sweep_speedup.py | tee runs/bench/sweep_speedup.jsonl
 
 bench-regimes: install  ## improved vs vanilla GRPO in a regime made for each failure mode, paired over seeds (~35 min from scratch; finished runs are reused)
 	@mkdir -p runs/bench
