@@ -39,7 +39,7 @@ import numpy as np
 
 from _common import machine_info
 from learning_efficiency import curve, first_crossing, mean_curve
-from rlalgos.config import make_config, parse_algo_spec
+from rlalgos.config import load_run_config, make_config, parse_algo_spec
 from rlalgos.plots import plot_runs
 from rlalgos.stats import effect_table
 from rlalgos.sweep import run_many
@@ -72,11 +72,12 @@ def config_for(regime: dict, spec: str, seed: int, out_dir: Path, args) -> Train
 
 
 def finished(cfg: TrainConfig) -> bool:
+    """Whether ``cfg.out_dir`` already holds this run, trained to the end with the same settings."""
     path = Path(cfg.out_dir)
     if not (path / "metrics.jsonl").exists() or not (path / "config.json").exists():
         return False
-    train = json.loads((path / "config.json").read_text())["train"]
-    same = all(train.get(k) == getattr(cfg, k) for k in ("task", "max_new_tokens", "steps", "prompts_per_step", "group_size", "eval_every", "eval_prompts", "seed"))
+    done, _ = load_run_config(path)
+    same = all(getattr(done, k) == getattr(cfg, k) for k in ("task", "max_new_tokens", "steps", "prompts_per_step", "group_size", "eval_every", "eval_prompts", "seed"))
     return same and load_metrics(path)["step"].max() == cfg.steps
 
 
