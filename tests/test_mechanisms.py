@@ -12,8 +12,6 @@ from rlalgos.sampler import SamplingConfig
 from rlalgos.tasks import correctness_reward, make_addition_split
 
 
-
-
 def test_score_completions_rebuilds_what_the_sampler_recorded(base, task):
     policy, tok = base
     rows = make_addition_split(4, seed=5)

@@ -14,8 +14,6 @@ from rlalgos.rollout import rollout
 from rlalgos.sampler import SamplingConfig, generate, sample_completions
 
 
-
-
 def test_compact_greedy_equals_hf_generate(base, task):
     policy, tok = base
     prompts = [r["prompt"] for r in task.test[:24]]
