@@ -53,8 +53,8 @@ def main() -> None:
         if failed:
             raise SystemExit(f"{len(failed)} runs failed: {failed[0]}")
     print(json.dumps({"measure": "sweep_speedup", "runs": len(algos) * args.seeds, "algos": algos, "seeds": args.seeds, "steps": args.steps,
-                      "sequential_seconds": round(seconds["sequential"], 1), "sequential_threads": torch.get_num_threads(),
-                      "parallel_seconds": round(seconds["parallel"], 1), "jobs": args.jobs, "threads_per_job": threads_per_job(args.jobs),
+                      "sequential_seconds": round(seconds["sequential"], 2), "sequential_threads": torch.get_num_threads(),
+                      "parallel_seconds": round(seconds["parallel"], 2), "jobs": args.jobs, "threads_per_job": threads_per_job(args.jobs),
                       "speedup": round(seconds["sequential"] / seconds["parallel"], 3), **machine_info()}), flush=True)
 
 
