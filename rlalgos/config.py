@@ -10,6 +10,7 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
     AlgoConfig -> ReinforceConfig                       (a baseline, KL in the reward)
     AlgoConfig -> ClippedConfig -> PPOConfig            (ratio clip; critic, GAE, KL per token in the reward)
                                 -> GRPOConfig -> DAPOConfig   (group advantage, KL in the loss; the DAPO switches)
+                                              -> GSPOConfig   (one importance ratio per answer)
 """
 
 from __future__ import annotations
@@ -173,10 +174,13 @@ class ClippedConfig(AlgoConfig):
     """The ratio is clipped at 1 - clip_low where A < 0."""
     clip_high: float = 0.2
     """The ratio is clipped at 1 + clip_high where A > 0 (symmetric in PPO and vanilla GRPO)."""
+    clip_c: float = 0.0
+    """Dual clip (Ye et al. 2020; verl's clip_ratio_c, 3 there): where A < 0 a token's loss is at most -A * clip_c, however far its ratio rises (so it acts only on ratios above clip_c: set minibatches or epochs > 1); 0 = off."""
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(0 < self.clip_low < 1 and self.clip_high > 0, f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}")
+        _check(self.clip_c == 0 or self.clip_c > 1, f"clip_c must be 0 (off) or > 1 (verl uses 3), got {self.clip_c}")
 
 
 @dataclass
@@ -276,6 +280,22 @@ class DAPOConfig(GRPOConfig):
         parse_stages(self.kl_stages)
 
 
+@dataclass
+class GSPOConfig(GRPOConfig):
+    """GSPO (Zheng et al. 2025): GRPO with one importance ratio per answer, with the paper's values as defaults."""
+
+    clip_low: float = 3e-4
+    """The answer's ratio is clipped at 1 - 3e-4 where A < 0 (GSPO paper v2, sec. 5.1): a length-normalised ratio moves far less than a token's."""
+    clip_high: float = 4e-4
+    """The answer's ratio is clipped at 1 + 4e-4 where A > 0 (GSPO paper v2, sec. 5.1)."""
+    kl_coef: float = 0.0
+    """No KL to the reference (GSPO, and TRL's GSPO recipe: beta = 0)."""
+    loss_agg: str = "seq-mean-token-mean"
+    """Per answer then over answers: GSPO's mean over answers. The others are allowed, as in TRL: they weight each answer's loss by its length (token-mean) or length / L_max."""
+    minibatches: int = 4
+    """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
+
+
 def parse_stages(text: str) -> list[tuple[int, float]]:
     """``"0:0.0,40:0.02"`` -> ``[(0, 0.0), (40, 0.02)]`` (sorted by step)."""
     if not text.strip():
@@ -307,6 +327,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "dapo": AlgorithmSpec(DAPOConfig, {}, "improved GRPO (DAPO): dynamic sampling, clip-higher, token-level loss, overlong shaping, no KL, entropy monitor"),
     "drgrpo": AlgorithmSpec(GRPOConfig, {"adv_scale": "none", "loss_agg": "seq-mean-token-sum-norm"}, "Dr. GRPO: GRPO without the std division, with a constant length normaliser (grpo --adv-scale none --loss-agg seq-mean-token-sum-norm)"),
     "rloo": AlgorithmSpec(ReinforceConfig, {"baseline": "leave_one_out"}, "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)"),
+    "dualclip": AlgorithmSpec(GRPOConfig, {"clip_c": 3.0}, "GRPO with dual-clip PPO (verl's clip_ratio_c = 3): a negative-advantage token's loss is bounded at -A*c however far its ratio rises"),
+    "gspo": AlgorithmSpec(GSPOConfig, {}, "GSPO (Qwen): GRPO with one length-normalised importance ratio per answer, clipped per answer (1 -/+ 3e-4/4e-4), no KL, 4 minibatches"),
 }
 """name -> :class:`AlgorithmSpec`. The classes that run them are in ``rlalgos.algorithms``."""
 

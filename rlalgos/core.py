@@ -244,6 +244,21 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
 # --------------------------------------------------------------------------- #
 
 
+def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO's importance ratio, one per answer: the length-normalised sequence likelihood ratio.
+
+    ``s_i = (pi(y_i) / pi_old(y_i)) ** (1 / |y_i|) = exp(mean_t (logp_it - old_logp_it))``,
+    the mean over the answer's valid tokens (``mask > 0``; per-token log-ratios
+    clamped to [-20, 20] as in :func:`policy_loss`). As in TRL's
+    ``importance_sampling_level="sequence"`` and verl's ``loss_mode=gspo``.
+
+    logp, old_logp, mask: (B, T); returns (B, 1)
+    """
+    valid = (mask > 0).to(logp.dtype)  # a per-answer loss weight does not change the mean
+    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)  # (B, T)
+    return torch.exp(masked_mean(log_ratio, valid, dim=-1)).unsqueeze(-1)  # (B, 1)
+
+
 def policy_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -253,6 +268,8 @@ def policy_loss(
     clip_high: float | None = 0.2,
     agg: str = "token-mean",
     max_len: int | None = None,
+    clip_c: float | None = None,
+    ratio_level: str = "token",
 ):
     """The (clipped) surrogate policy loss.
 
@@ -262,19 +279,39 @@ def policy_loss(
     ``l = -A * ratio``, whose gradient at ``old_logp = logp.detach()`` is
     REINFORCE's ``-A * grad log pi``.
 
+    ``clip_c`` (dual-clip PPO, Ye et al. 2020; verl's ``clip_ratio_c``): where
+    ``A < 0``, ``l = min(l, -A * clip_c)``, so a token whose ratio has run far up
+    costs at most ``-A * clip_c`` (and gets no gradient). None = off.
+
+    ``ratio_level="sequence"`` (GSPO, Zheng et al. 2025): every token of answer i
+    takes its answer's :func:`sequence_ratio` ``s_i`` instead of its own ratio, so the
+    clip keeps or drops whole answers. With ``seq-mean-token-mean`` the loss is then
+    exactly GSPO's ``mean_i max(-A_i s_i, -A_i clip(s_i, ...))``, value and gradient
+    (``d s_i / d logp_it = s_i / |y_i|``); this is TRL's form. verl's GSPO-token form
+    (``sg[s_i] * pi_t / sg[pi_t]``) has the same value and gradient in every ``agg``
+    (for a 0/1 or per-answer mask).
+
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)
     mask:           (B, T)
     max_len: the constant ``L_max`` of ``seq-mean-token-sum-norm`` (default: T)
     returns: (loss, metrics) with ``clip_frac`` (share of valid tokens where the
     clipped term is the larger, i.e. the gradient is cut), ``clip_frac_low``
-    (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high)
-    and ``approx_kl`` (k3 estimate of KL(old || new) over valid tokens).
+    (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high),
+    ``clip_frac_dual`` (A < 0 and ``-A * clip_c`` is the smaller: verl's
+    ``pg_clipfrac_lower``), ``approx_kl`` (k3 estimate of KL(old || new) over valid
+    tokens, always per token) and ``ratio_mean``. With ``ratio_level="sequence"``
+    the clip fractions count the tokens of clipped answers.
     """
     mask = mask.to(logp.dtype)
     advantages = advantages.expand_as(logp)
     log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
-    ratio = torch.exp(log_ratio)  # (B, T)
+    if ratio_level == "token":
+        ratio = torch.exp(log_ratio)  # (B, T)
+    elif ratio_level == "sequence":
+        ratio = sequence_ratio(logp, old_logp, mask).expand_as(logp)  # (B, T): s_i on every token of answer i
+    else:
+        raise ValueError(f"unknown ratio_level {ratio_level!r}; use 'token' or 'sequence'")
     unclipped = -advantages * ratio  # (B, T)
     if clip_low is None and clip_high is None:
         loss_mat = unclipped
@@ -288,16 +325,22 @@ def policy_loss(
         clipped_mask = clipped > unclipped
         low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
         high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
+    dual = torch.zeros_like(clipped_mask)
+    if clip_c is not None:  # dual clip: a constant (no gradient) where it is the smaller
+        bound = -advantages * clip_c  # (B, T)
+        dual = (advantages < 0) & (bound < loss_mat)
+        loss_mat = torch.where(dual, bound, loss_mat)
     loss = aggregate_loss(loss_mat, mask, agg, max_len)
     with torch.no_grad():
-        names = ("clip_frac", "clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean")
+        names = ("clip_frac", "clip_frac_low", "clip_frac_high", "clip_frac_dual", "approx_kl", "ratio_mean")
         values = torch.stack([
             masked_mean(clipped_mask.to(mask.dtype), mask),
             masked_mean(low.to(mask.dtype), mask),
             masked_mean(high.to(mask.dtype), mask),
+            masked_mean(dual.to(mask.dtype), mask),
             masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
             masked_mean(ratio, mask),
-        ]).tolist()  # one device-to-host copy on a GPU, not five
+        ]).tolist()  # one device-to-host copy on a GPU, not six
     return loss, dict(zip(names, values))
 
 

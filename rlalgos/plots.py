@@ -43,6 +43,7 @@ TITLES = {
     "grad_norm": "gradient norm",
     "clip_frac_high": "clip fraction (high side)",
     "clip_frac_low": "clip fraction (low side)",
+    "clip_frac_dual": "clip fraction (dual clip, A < 0)",
 }
 
 

@@ -15,7 +15,8 @@ The diff from REINFORCE (``reinforce.py``):
   whitened over the batch: a different advantage for every token;
 * **the clipped ratio** ``max(-A r, -A clip(r, 1-eps, 1+eps))`` makes it safe to
   run several epochs of shuffled minibatches over one rollout, and a clipped
-  value loss trains the critic alongside.
+  value loss trains the critic alongside. ``clip_c`` > 1 adds the dual clip
+  (Ye et al. 2020): where A < 0 the loss is at most ``-A * clip_c``.
 
 Hyperparameters: :class:`rlalgos.config.PPOConfig`.
 """
@@ -86,9 +87,11 @@ class PPO(Reinforce):
             adv = core.masked_whiten(adv, mask) * mask
         return Advantages(adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev})
 
-    def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor):
-        """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token."""
-        return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len)
+    def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
+        """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
+        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip)."""
+        return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len,
+                                clip_c=self.cfg.clip_c or None, ratio_level=ratio_level)
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         pg, m = self.policy_loss(out, adv, old_logp)
