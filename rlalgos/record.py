@@ -172,6 +172,10 @@ class Rollout:
             "truncated_frac": self.truncated.float().mean().item(),
             "zero_std_frac": (self.group_std() == 0).float().mean().item(),
         }
+        right = self.correct > 0
+        for name, rows in (("completion_len_correct", right), ("completion_len_wrong", ~right)):
+            if rows.any():  # absent (NaN in the table) on a step with no such answer
+                stats[name] = self.lengths[rows].float().mean().item()
         for k, v in self.reward_parts.items():
             stats[f"reward/{k}"] = v.mean().item()
         return stats
