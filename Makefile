@@ -31,7 +31,7 @@ test-fast: install  ## skip the minutes-long learning tests
 sft: install  ## rebuild data/base_model with its fixed seed
 	$(BIN)/rlalgos sft --overwrite
 
-lab: install  ## open the notebooks; read them in order 00 -> 07
+lab: install  ## open the notebooks; read them in order 00 -> 08
 	$(BIN)/jupyter lab notebooks/
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)
