@@ -9,7 +9,7 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
-from .record import completion_mask_from_ids, pad_cat
+from .record import completion_mask_from_ids, id_tensor, pad_cat
 
 
 @dataclass
@@ -34,6 +34,16 @@ def _cache_argument(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def stop_token_ids(model, tokenizer) -> list[int]:
+    """Every token id that ends an answer: the tokenizer's EOS and each id in the
+    model's ``generation_config.eos_token_id`` (an int or a list: Qwen2.5-Instruct
+    stops on ``<|im_end|>`` and ``<|endoftext|>``). Sampling, the completion mask,
+    lengths, truncation flags and the decoded text all use this one set."""
+    extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [tokenizer.eos_token_id] + (list(extra) if isinstance(extra, (list, tuple)) else [extra])
+    return sorted({int(i) for i in ids if i is not None})
+
+
 @torch.no_grad()
 def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1, compact_frac: float = 0.0625):
     """Sample ``n`` completions per prompt with the KV cache, like
@@ -48,10 +58,11 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
     temperature and top-p warpers are transformers' own).
 
     input_ids, attention_mask: (B, P) left-padded prompts
+    eos_token_id: the id, or list of ids, that ends an answer (:func:`stop_token_ids`)
     returns: (B * n, max_new_tokens) completion ids; row ``b * n + j`` is sample
     ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``.
     """
-    eos = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id], device=input_ids.device)
+    eos = id_tensor(eos_token_id, input_ids.device)
     warp = LogitsProcessorList()
     if not greedy and temperature != 1.0:
         warp.append(TemperatureLogitsWarper(temperature))
@@ -98,11 +109,13 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
     """Batched sampling with the KV cache: ``n`` completions for every prompt.
     Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
     rows (the n samples of a prompt adjacent), prompts left-padded and
-    completions right-padded with the pad token. ``sampling.sampler`` picks
+    completions right-padded with the pad token after their stop token
+    (:func:`stop_token_ids`). ``sampling.sampler`` picks
     :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
+    stop = stop_token_ids(model, tokenizer)
     chunks = []
     per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
     for i in range(0, len(prompts), per_call):
@@ -112,11 +125,11 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
             gen_cfg = GenerationConfig(
                 do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
                 top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+                eos_token_id=stop, bos_token_id=tokenizer.bos_token_id,
             )
             completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
         else:
-            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id,
+            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
                                             sampling.temperature, sampling.top_p, greedy=greedy, n=n)
         chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
     model.train(was_training)
