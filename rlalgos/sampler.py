@@ -21,9 +21,14 @@ class SamplingConfig:
     temperature: float = 1.0
     """Softmax temperature; log-probs are taken under the same temperature."""
     top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
+    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes). The log-probs
+    are still the full softmax at the temperature, as in TRL and verl."""
     batch_size: int = 512
-    """Sequences per sampling call and per no-grad scoring pass (lower it for big models)."""
+    """Sequences per sampling call."""
+    score_batch_size: int = 512
+    """Sequences per no-grad scoring pass (old and reference log-probs; lower it for big models)."""
+    chat_template: bool = False
+    """Wrap each prompt in the tokenizer's chat template (one user turn, then the assistant's turn)."""
     sampler: str = "compact"
     """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
     ``hf``: transformers' ``generate``. Same distribution either way."""
@@ -42,6 +47,23 @@ def stop_token_ids(model, tokenizer) -> list[int]:
     extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids = [tokenizer.eos_token_id] + (list(extra) if isinstance(extra, (list, tuple)) else [extra])
     return sorted({int(i) for i in ids if i is not None})
+
+
+def check_chat_template(tokenizer) -> None:
+    """A ``ValueError`` saying what to change when the tokenizer has no chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("chat_template is on but the tokenizer has no chat template; drop --chat-template, or use an instruct model whose tokenizer has one")
+
+
+def encode_prompts(tokenizer, prompts: Sequence[str], chat_template: bool = False):
+    """Tokenise prompts for generation (left-padded). With ``chat_template`` each
+    prompt becomes one user turn followed by the assistant's turn, and no special
+    tokens are added on top of what the template writes (as TRL does)."""
+    if not chat_template:
+        return tokenizer(list(prompts), return_tensors="pt", padding=True)
+    check_chat_template(tokenizer)
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True) for p in prompts]
+    return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
 
 
 @torch.no_grad()
@@ -119,7 +141,7 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
     chunks = []
     per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
     for i in range(0, len(prompts), per_call):
-        enc = tokenizer(list(prompts[i : i + per_call]), return_tensors="pt", padding=True).to(device)
+        enc = encode_prompts(tokenizer, prompts[i : i + per_call], sampling.chat_template).to(device)
         if sampling.sampler == "hf":
             ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
             gen_cfg = GenerationConfig(
