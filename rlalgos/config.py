@@ -308,6 +308,21 @@ class GSPOConfig(GRPOConfig):
     """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
 
 
+LARGE_MODEL = 50_000_000
+"""Parameters above which the learning-rate defaults (set for the 0.86M-parameter shipped model) are far too high."""
+
+
+def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
+    """A line to print when a model much larger than the shipped one (``n_params``)
+    would train at the default learning rate, or ''."""
+    default = make_config(algo_name).lr
+    if n_params <= LARGE_MODEL or algo_cfg.lr != default:
+        return ""
+    critic = " (and a lower --critic-lr)" if isinstance(algo_cfg, PPOConfig) else ""
+    return (f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
+            f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}")
+
+
 def parse_stages(text: str) -> list[tuple[int, float]]:
     """``"0:0.0,40:0.02"`` -> ``[(0, 0.0), (40, 0.02)]`` (sorted by step)."""
     if not text.strip():

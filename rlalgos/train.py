@@ -23,9 +23,9 @@ from tqdm.auto import tqdm
 
 from . import core
 from .algorithms import get_algorithm
-from .config import TrainConfig, load_run_config, make_config
+from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .forward import batched_logprobs
-from .model import frozen_copy, load_policy, resolve_device
+from .model import count_parameters, frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
 from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
@@ -174,6 +174,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     run_dir.mkdir(parents=True, exist_ok=True)
     if task.note and not resume:
         print(f"rlalgos: {task.note}", file=sys.stderr)
+    if (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume:
+        print(f"rlalgos: warning: {warning}", file=sys.stderr)
     ref_model = frozen_copy(policy)  # the starting policy, also when resuming
     start = 0
     if state is not None:

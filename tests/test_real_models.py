@@ -1,6 +1,7 @@
 """What a real instruct model needs, checked on small local stand-ins: every stop id
 of its generation config ends an answer (Qwen2.5-Instruct lists two), the chat
-template, and the knobs of a run on a big model (top-p, dtype, the scoring batch)."""
+template, and the knobs of a run on a big model (top-p, dtype, the scoring batch,
+the learning-rate warning)."""
 
 import inspect
 import json
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from rlalgos import cli
-from rlalgos.config import TrainConfig, load_run_config, make_config
+from rlalgos.config import TrainConfig, load_run_config, lr_warning, make_config
 from rlalgos.model import char_tokenizer, load_policy, resolve_dtype, tiny_model
 from rlalgos.record import completion_mask_from_ids, decode_completions
 from rlalgos.rollout import rollout
@@ -177,10 +178,19 @@ def test_dtype_is_how_the_model_is_loaded(tiny_dir):
         load_policy(tiny_dir, device="cpu", dtype="half")
 
 
-def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_path, monkeypatch):
+def test_lr_warning_for_big_models_at_the_default_lr():
+    line = lr_warning(500_000_000, "grpo", make_config("grpo"))
+    assert "1e-06" not in line and "1e-6" in line and "--lr" in line and "500M" in line and "TRL and verl" in line
+    assert lr_warning(500_000_000, "grpo", make_config("grpo", lr=1e-6)) == ""
+    assert lr_warning(900_000, "grpo", make_config("grpo")) == ""  # the shipped model
+    assert "--critic-lr" in lr_warning(500_000_000, "ppo", make_config("ppo"))
+
+
+def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_path, monkeypatch, capsys):
     """top_p reaches every sampling call, score_batch_size every no-grad scoring
     pass (rollout, REINFORCE's own, eval), dtype the loaded weights, chat_template
-    the prompts; config.json records them and resume runs with them."""
+    the prompts; config.json records them and resume runs with them. A model
+    counted above 50M parameters at the default lr gets the warning."""
     import rlalgos.algorithms.reinforce
     import rlalgos.rollout
     import rlalgos.sampler
@@ -207,10 +217,12 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     monkeypatch.setattr(rlalgos.sampler, "sample_completions", spy_sampler(rlalgos.sampler.sample_completions))
     for mod in (rlalgos.rollout, rlalgos.train, rlalgos.algorithms.reinforce):
         monkeypatch.setattr(mod, "batched_logprobs", spy_scorer(mod.batched_logprobs))
+    monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)
     run = tmp_path / "run"
     cfg = TrainConfig(model=str(two_eos_dir), steps=2, prompts_per_step=2, group_size=3, max_new_tokens=6, eval_every=0, eval_prompts=2, eval_samples=2,
                       save_every=1, out_dir=str(run), progress=False, top_p=0.9, score_batch_size=3, dtype="bfloat16", chat_template=True)
     train(cfg, make_config("reinforce", kl_coef=0.05))
+    assert "rlalgos: warning: lr is the default 0.0001" in capsys.readouterr().err
     assert seen == expected
     saved = json.loads((run / "config.json").read_text())["train"]
     assert {k: saved[k] for k in ("top_p", "score_batch_size", "dtype", "chat_template")} == {"top_p": 0.9, "score_batch_size": 3, "dtype": "bfloat16", "chat_template": True}
