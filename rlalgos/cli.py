@@ -93,6 +93,10 @@ class EvalArgs:
     """Sampling seed."""
     device: str = "auto"
     """auto, cpu or cuda."""
+    dtype: str = "auto"
+    """How the model is loaded: auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16 or float16."""
+    chat_template: bool = False
+    """Wrap each task prompt in the tokenizer's chat template (for instruct models)."""
 
 
 @dataclass
@@ -244,9 +248,9 @@ def cmd_eval(args: EvalArgs) -> None:
     from .train import evaluate
 
     task = get_task(args.task)
-    policy, tok = load_policy(args.model or None, args.device)
+    policy, tok = load_policy(args.model or None, args.device, args.dtype)
     rows = task.test[: args.prompts] if args.prompts else task.test
-    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, seed=args.seed, n_show=args.show)
+    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, seed=args.seed, n_show=args.show, chat_template=args.chat_template)
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
     print(json.dumps(ev, indent=2))

@@ -30,6 +30,7 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -50,6 +51,10 @@ class TrainConfig:
     """Algorithm name (see ``rlalgos algos``); on the command line it is the word after ``train``."""
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
+    dtype: str = "auto"
+    """How the policy's weights are loaded: ``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``. The optimizer updates the weights in this dtype: in bfloat16 a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), so use float32 when memory allows (TRL and verl keep float32 master weights); float16 has no loss scaling here."""
+    chat_template: bool = False
+    """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"
     """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
     steps: int = 60
@@ -62,8 +67,12 @@ class TrainConfig:
     """Longest completion in tokens; 0 = the task's default (48 for addition)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
+    top_p: float = 1.0
+    """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
+    score_batch_size: int = 512
+    """Sequences per no-grad scoring pass (the sampling policy's and the reference's log-probs, eval entropy); lower it when a big model's logits do not fit."""
     eval_every: int = 20
     """Evaluate on the test split every this many steps (and before the first and after the last)."""
     eval_prompts: int = 200
@@ -101,6 +110,9 @@ class TrainConfig:
         for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
+        _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
+        _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
         _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
@@ -294,6 +306,21 @@ class GSPOConfig(GRPOConfig):
     """Per answer then over answers: GSPO's mean over answers. The others are allowed, as in TRL: they weight each answer's loss by its length (token-mean) or length / L_max."""
     minibatches: int = 4
     """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
+
+
+LARGE_MODEL = 50_000_000
+"""Parameters above which the learning-rate defaults (set for the 0.86M-parameter shipped model) are far too high."""
+
+
+def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
+    """A line to print when a model much larger than the shipped one (``n_params``)
+    would train at the default learning rate, or ''."""
+    default = make_config(algo_name).lr
+    if n_params <= LARGE_MODEL or algo_cfg.lr != default:
+        return ""
+    critic = " (and a lower --critic-lr)" if isinstance(algo_cfg, PPOConfig) else ""
+    return (f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
+            f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}")
 
 
 def parse_stages(text: str) -> list[tuple[int, float]]:

@@ -13,7 +13,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, proce
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from transformers.utils import logging as _hf_logging
 
-from .config import BASE_MODEL_DIR
+from .config import BASE_MODEL_DIR, DTYPES
 
 _hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
@@ -84,12 +84,24 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
-def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: torch.dtype | None = None):
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """``None`` or ``"auto"``: bfloat16 on CUDA, float32 elsewhere; ``"float32"``,
+    ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``: that dtype."""
+    if dtype is None or dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return getattr(torch, dtype)
+
+
+def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None):
     """Load a causal LM and its tokenizer: the shipped base model by default, or
     any Hugging Face model by hub name or local path.
 
-    ``device="auto"`` picks CUDA when present (bf16 there) and CPU in fp32
-    otherwise. Returns ``(model, tokenizer)``; the tokenizer pads on the left (for
+    ``device="auto"`` picks CUDA when present, else CPU; ``dtype`` ``None`` or
+    ``"auto"`` is bf16 on CUDA and fp32 on CPU (see :func:`resolve_dtype`). Returns ``(model, tokenizer)``; the tokenizer pads on the left (for
     batched generation) and has a pad token (EOS if the model has none).
     """
     path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
@@ -101,8 +113,7 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         raise FileNotFoundError(f"{path} is a file; give the folder that holds config.json (or a hub name)")
     src = str(path) if path.exists() else str(name_or_path)
     dev = resolve_device(device)
-    if dtype is None:
-        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    dtype = resolve_dtype(dtype, dev)
     try:
         tokenizer = AutoTokenizer.from_pretrained(src)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)

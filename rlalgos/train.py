@@ -23,13 +23,13 @@ from tqdm.auto import tqdm
 
 from . import core
 from .algorithms import get_algorithm
-from .config import TrainConfig, load_run_config, make_config
+from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .forward import batched_logprobs
-from .model import frozen_copy, load_policy, resolve_device
+from .model import count_parameters, frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
 from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
-from .sampler import SamplingConfig
+from .sampler import SamplingConfig, check_chat_template
 from .tasks import Task, get_task, reward_columns
 
 __all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
@@ -46,7 +46,8 @@ def set_seed(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0) -> dict:
+def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
+             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -55,9 +56,10 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
+    ``top_p``, ``chat_template`` and ``score_batch_size`` are as in :class:`TrainConfig`.
     """
     rows = task.test if rows is None else rows
-    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature)
+    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size)
     out = {}
     devices = [policy.device] if policy.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -71,7 +73,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, with_entropy=True)  # (N, T)
+    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -164,20 +166,26 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     check_rewards(task)
     set_seed(cfg.seed)
     if policy is None:
-        policy, tokenizer = load_policy(cfg.model or None, cfg.device)
+        policy, tokenizer = load_policy(cfg.model or None, cfg.device, cfg.dtype)
+    if cfg.chat_template:
+        check_chat_template(tokenizer)
     if replace_old:
         clear_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if task.note and not resume:
         print(f"rlalgos: {task.note}", file=sys.stderr)
+    if (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume:
+        print(f"rlalgos: warning: {warning}", file=sys.stderr)
     ref_model = frozen_copy(policy)  # the starting policy, also when resuming
     start = 0
     if state is not None:
         trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler)
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
+                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template)
     algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
+    algo.score_batch_size = cfg.score_batch_size
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -202,7 +210,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     samples_log = JsonlLog(run_dir / "samples.jsonl")
 
     def run_eval(step: int) -> dict:
-        ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4)
+        ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4,
+                      top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size)
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev

@@ -50,6 +50,7 @@ class Algorithm:
     """Base class: owns the policy's optimizer and runs the update loop."""
 
     name = "base"
+    score_batch_size = 512  # sequences per no-grad scoring pass (the training loop sets TrainConfig.score_batch_size)
 
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
         self.policy, self.cfg = policy, cfg
