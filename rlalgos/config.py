@@ -62,6 +62,8 @@ class TrainConfig:
     """Longest completion in tokens; 0 = the task's default (48 for addition)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
+    logits_chunk: int = 512
+    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~1.2 GB at 512). 0 = the whole batch at once."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
     eval_every: int = 20
@@ -98,7 +100,7 @@ class TrainConfig:
         algorithm_config(self.algo)
         for name in ("steps", "prompts_per_step", "group_size", "eval_samples"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
+        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens", "logits_chunk"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
         _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")

@@ -24,6 +24,8 @@ class SamplingConfig:
     """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
     batch_size: int = 512
     """Sequences per sampling call and per no-grad scoring pass (lower it for big models)."""
+    logits_chunk: int = 0
+    """Tokens per LM-head chunk in the no-grad scoring passes (0 = a whole pass at once); see :func:`rlalgos.forward.forward_logprobs`."""
     sampler: str = "compact"
     """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
     ``hf``: transformers' ``generate``. Same distribution either way."""

@@ -46,7 +46,8 @@ def set_seed(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0) -> dict:
+def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
+             logits_chunk: int = 0) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -55,6 +56,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
+    ``logits_chunk``: tokens per LM-head chunk in the entropy pass (0 = all at once).
     """
     rows = task.test if rows is None else rows
     sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature)
@@ -71,7 +73,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, with_entropy=True)  # (N, T)
+    _, ent = batched_logprobs(policy, ro, with_entropy=True, logits_chunk=logits_chunk)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -176,8 +178,9 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler)
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler, logits_chunk=cfg.logits_chunk)
     algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
+    algo.logits_chunk = cfg.logits_chunk
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -202,7 +205,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     samples_log = JsonlLog(run_dir / "samples.jsonl")
 
     def run_eval(step: int) -> dict:
-        ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4)
+        ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4,
+                      logits_chunk=cfg.logits_chunk)
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev
