@@ -172,15 +172,17 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     run_dir.mkdir(parents=True, exist_ok=True)
     if task.note and not resume:
         print(f"rlalgos: {task.note}", file=sys.stderr)
-    ref_model = frozen_copy(policy)  # the starting policy, also when resuming
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler, logits_chunk=cfg.logits_chunk)
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
+    algo.logits_chunk = cfg.logits_chunk
+    # the reference, a second copy of the model, only if a KL to it is trained on or logged;
+    # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded
+    ref_model = frozen_copy(policy) if algo.needs_ref or cfg.log_kl else None
     start = 0
     if state is not None:
         trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler, logits_chunk=cfg.logits_chunk)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
-    algo.logits_chunk = cfg.logits_chunk
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -192,9 +194,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
-        use_ref = algo.needs_ref or cfg.log_kl
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model if use_ref else None, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
+        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)

@@ -1,16 +1,19 @@
 """Memory bounded by a chunk, not by the vocabulary: the chunked LM head gives the
-same log-probs, entropies, gradients and training rows as the unchunked one, and
-keeps no full-vocabulary tensor for the backward."""
+same log-probs, entropies, gradients and training rows as the unchunked one, keeps
+no full-vocabulary tensor for the backward, and a run holds a reference copy only
+when a KL to it is trained on or logged."""
 
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+import rlalgos.train as train_mod
 from rlalgos.forward import batched_logprobs, forward_logprobs, plain_lm_head
+from rlalgos.model import load_policy
 from rlalgos.rollout import rollout
 from rlalgos.sampler import SamplingConfig
-from rlalgos.train import TrainConfig, train
+from rlalgos.train import TrainConfig, resume, train
 
 N, P, T = 4, 6, 9  # 36 completion tokens: chunks of 1, 5, 7, 16 and 35 leave a remainder
 
@@ -116,3 +119,33 @@ def test_training_with_chunks_gives_the_same_rows(tmp_path, tiny_dir, algo, algo
     assert {"loss", "grad_norm", "entropy", "eval_entropy"} <= set(numbers)
     for c in numbers:
         torch.testing.assert_close(torch.tensor(rows[1][c].values), torch.tensor(rows[0][c].values), atol=1e-5, rtol=1e-4, equal_nan=True, msg=c)
+
+
+@pytest.fixture
+def reference_copies(monkeypatch):
+    """Every reference copy ``train`` makes, in order."""
+    copies = []
+    make = train_mod.frozen_copy
+    monkeypatch.setattr(train_mod, "frozen_copy", lambda model: copies.append(make(model)) or copies[-1])
+    return copies
+
+
+@pytest.mark.parametrize("algo,log_kl,copies", [("dapo", False, 0), ("dapo", True, 1), ("grpo", False, 1), ("reinforce", False, 0)])
+def test_reference_copy_only_when_needed(tmp_path, tiny_dir, reference_copies, algo, log_kl, copies):
+    df = train(cfg_for(tmp_path, tiny_dir, "run", algo=algo, log_kl=log_kl, steps=1))
+    assert len(reference_copies) == copies
+    assert ("kl" in df.columns) == bool(copies)  # the KL is measured exactly when there is a reference
+
+
+def test_resumed_run_keeps_the_starting_policy_as_reference(tmp_path, reference_copies):
+    # the shipped base model: right about 40% of the time, so the advantages are not all 0 and the policy moves
+    cfg = TrainConfig(algo="grpo", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=1, log_kl=False,
+                      out_dir=str(tmp_path / "run"), progress=False)
+    train(cfg)
+    resume(cfg.out_dir, steps=3)
+    start, _ = load_policy(None, device="cpu")
+    trained, _ = load_policy(tmp_path / "run" / "checkpoint", device="cpu")
+    assert len(reference_copies) == 2
+    for name, p in reference_copies[1].state_dict().items():  # the resumed run's reference
+        torch.testing.assert_close(p, start.state_dict()[name], atol=0, rtol=0)
+    assert any(not torch.equal(p, start.state_dict()[n]) for n, p in trained.state_dict().items())  # the policy did move
