@@ -62,8 +62,8 @@ class TrainConfig:
     """Longest completion in tokens; 0 = the task's default (48 for addition)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
-    logits_chunk: int = 512
-    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~1.2 GB at 512). 0 = the whole batch at once."""
+    logits_chunk: int = 256
+    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so their memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~0.7 GB at 256, ~1.3 GB at 512, where a 64 x 256 batch unchunked needs 30-40 GB). 0 = the whole batch at once."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
     eval_every: int = 20
