@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 # The CPU build of torch; on a GPU machine: make TORCH_SPEC="torch" install
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-spread clean
+.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
@@ -47,6 +47,10 @@ bench-step: install  ## seconds per step per algorithm, split by stage, model sh
 bench-scaling: install  ## GRPO step time against G, completion length and model width
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/scaling.py | tee runs/bench/scaling.jsonl
+
+bench-memory: install  ## peak memory of the log-prob passes at Qwen's vocabulary, unchunked vs logits_chunk 256/1024 (~15 min on 2 cores, at most ~5 GB a process)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/memory.py | tee runs/bench/memory.jsonl
 
 bench-trl: install  ## rlalgos GRPO against TRL's GRPOTrainer on the same job, alternating
 	@mkdir -p runs/bench

@@ -69,6 +69,8 @@ class TrainConfig:
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
     top_p: float = 1.0
     """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
+    logits_chunk: int = -1
+    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so their memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~0.7 GB at 256, ~1.3 GB at 512, where a 64 x 256 batch unchunked needs 30-40 GB). -1 = auto: 2**25 logits per chunk (~220 tokens at Qwen's vocabulary; the shipped model's batches fit in one, so it runs unchunked); 0 = the whole batch at once."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
     score_batch_size: int = 512
@@ -109,6 +111,7 @@ class TrainConfig:
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _check(self.logits_chunk >= -1, f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}")
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
         _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
         _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")

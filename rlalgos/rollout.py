@@ -70,8 +70,8 @@ def rollout(
         pad_token_id=tokenizer.pad_token_id,
     ).trimmed()  # drop the columns after every answer ended
     if old_logprobs:
-        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True)
+        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=sampling.logits_chunk)
     if ref_model is not None:
-        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.score_batch_size)
+        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
     ro.seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
     return ro

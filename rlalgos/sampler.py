@@ -29,6 +29,8 @@ class SamplingConfig:
     """Sequences per no-grad scoring pass (old and reference log-probs; lower it for big models)."""
     chat_template: bool = False
     """Wrap each prompt in the tokenizer's chat template (one user turn, then the assistant's turn)."""
+    logits_chunk: int = -1
+    """Tokens per LM-head chunk in the no-grad scoring passes (-1 = auto, 0 = a whole pass at once); see :func:`rlalgos.forward.chunk_tokens`."""
     sampler: str = "compact"
     """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
     ``hf``: transformers' ``generate``. Same distribution either way."""

@@ -47,7 +47,7 @@ def set_seed(seed: int) -> None:
 
 @torch.no_grad()
 def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
-             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512) -> dict:
+             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512, logits_chunk: int = -1) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -56,7 +56,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
-    ``top_p``, ``chat_template`` and ``score_batch_size`` are as in :class:`TrainConfig`.
+    ``top_p``, ``chat_template``, ``score_batch_size`` and ``logits_chunk`` are as in :class:`TrainConfig`.
     """
     rows = task.test if rows is None else rows
     sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size)
@@ -73,7 +73,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True)  # (N, T)
+    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=logits_chunk)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -176,16 +176,18 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         print(f"rlalgos: {task.note}", file=sys.stderr)
     if (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume:
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
-    ref_model = frozen_copy(policy)  # the starting policy, also when resuming
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
+                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk)
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
+    algo.score_batch_size, algo.logits_chunk = cfg.score_batch_size, cfg.logits_chunk
+    # the reference, a second copy of the model, only if a KL to it is trained on or logged;
+    # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded
+    ref_model = frozen_copy(policy) if algo.needs_ref or cfg.log_kl else None
     start = 0
     if state is not None:
         trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
         policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
-                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
-    algo.score_batch_size = cfg.score_batch_size
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -197,9 +199,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
-        use_ref = algo.needs_ref or cfg.log_kl
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model if use_ref else None, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
+        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)
@@ -211,7 +212,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
 
     def run_eval(step: int) -> dict:
         ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4,
-                      top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size)
+                      top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk)
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev

@@ -51,6 +51,7 @@ class Algorithm:
 
     name = "base"
     score_batch_size = 512  # sequences per no-grad scoring pass (the training loop sets TrainConfig.score_batch_size)
+    logits_chunk = -1  # tokens per LM-head chunk in its forward passes (-1 auto, 0 all at once); train() sets TrainConfig.logits_chunk
 
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
         self.policy, self.cfg = policy, cfg
@@ -127,7 +128,7 @@ class Algorithm:
                     a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
                     record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
                     out = forward_logprobs(self.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
-                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad())
+                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad(), logits_chunk=self.logits_chunk)
                     old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                     loss, m = self.loss(mb, out, a, old)
                     # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers

@@ -29,7 +29,7 @@ class Reinforce(Algorithm):
     def sampling_logprobs(self, ro: Rollout) -> torch.Tensor:
         """(N, T) log-probs of the sampling policy: the rollout's, or one no-grad pass now
         (the policy has not moved since sampling)."""
-        return ro.old_logprobs if ro.old_logprobs is not None else batched_logprobs(self.policy, ro, self.score_batch_size)
+        return ro.old_logprobs if ro.old_logprobs is not None else batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk)
 
     def advantages(self, ro: Rollout) -> Advantages:
         r = ro.rewards  # (N,)
