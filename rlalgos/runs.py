@@ -78,10 +78,10 @@ def check_model_dir(out_dir: str | Path, overwrite: bool) -> None:
         raise FileExistsError(f"{out} already holds a model; replace it with --overwrite or pick another --out-dir")
 
 
-def clear_run_dir(run_dir: str | Path) -> None:
-    """Remove a run's own files (:data:`RUN_FILES`) from ``run_dir``; leave everything else."""
+def clear_run_dir(run_dir: str | Path, names=RUN_FILES) -> None:
+    """Remove a run's own files (:data:`RUN_FILES`, or a command's own ``names``) from ``run_dir``; leave everything else."""
     run_dir = Path(run_dir)
-    for name in RUN_FILES:
+    for name in names:
         p = run_dir / name
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p)
