@@ -94,7 +94,7 @@ class EvalArgs:
     device: str = "auto"
     """auto, cpu or cuda."""
     dtype: str = "auto"
-    """How the model is loaded: auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16 or float16."""
+    """Precision, as in ``rlalgos train --dtype``: auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16 (float32 weights, bf16 autocast), bfloat16-weights or float16-weights."""
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (for instruct models)."""
 

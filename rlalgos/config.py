@@ -30,7 +30,7 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -52,7 +52,7 @@ class TrainConfig:
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
     dtype: str = "auto"
-    """How the policy's weights are loaded: ``auto`` (bfloat16 on CUDA, float32 on CPU), ``float32``, ``bfloat16`` or ``float16``. The optimizer updates the weights in this dtype: in bfloat16 a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), so use float32 when memory allows (TRL and verl keep float32 master weights); float16 has no loss scaling here."""
+    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only. Applied when rlalgos loads the model; a model passed to ``train()`` in Python runs as :func:`rlalgos.model.set_autocast` set it."""
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"

@@ -342,8 +342,15 @@ def _no_reward_model(c: Ctx, setting: str) -> Mapped:
 
 def _trl_device(c: Ctx) -> Mapped:
     cpu = c.cfg.device == "cpu"
-    note = "" if cpu else "bf16 mixed precision (fp32 master weights); rlalgos on CUDA holds the weights themselves in bf16"
-    return differs(note, use_cpu=cpu, bf16=not cpu, world_size=c.gpus)
+    return same(use_cpu=cpu, bf16=not cpu, world_size=c.gpus)  # bf16: mixed precision with fp32 master weights, as rlalgos's dtype auto on CUDA
+
+
+def _engine_dtype(c: Ctx, gpu_only: bool) -> Mapped:
+    """The engines run fp32 on CPU (TRL) and bf16 mixed precision on GPUs: rlalgos's dtype ``auto``."""
+    runs = "bfloat16" if gpu_only or c.cfg.device != "cpu" else "float32"
+    if c.cfg.dtype in ("auto", runs):
+        return same()
+    return differs(f"dtype {c.cfg.dtype}: the export runs {'bf16 mixed precision (fp32 master weights, as rlalgos dtype bfloat16)' if runs == 'bfloat16' else 'float32'}")
 
 
 def _trl_save(c: Ctx) -> Mapped:
@@ -397,8 +404,8 @@ ROWS: list[Row] = [
         "the export writes plain-text prompts; TRL templates only conversational (message-list) prompts, verl templates every prompt (see `model`)",
         lambda c: same() if not c.cfg.chat_template else differs("the export writes plain-text prompts, which TRL does not template: make the dataset's prompt a [{'role': 'user', 'content': ...}] list to get the template"),
         lambda c: same()),
-    Row("dtype", "`bf16` / `fp16` (mixed precision)", "(FSDP mixed precision)", "", "the engines keep fp32 master weights and run bf16 compute on GPUs",
-        lambda c: same() if c.cfg.dtype in ("auto", "float32") else differs(f"dtype {c.cfg.dtype}: set TRL's bf16/fp16 flag on a GPU"), lambda c: same()),
+    Row("dtype", "`bf16` (mixed precision; see `device`)", "(FSDP mixed precision)", "auto = what the engines do: fp32 on CPU, bf16 mixed precision (fp32 master weights) on GPUs",
+        "the engines have no bf16-weights mode", lambda c: _engine_dtype(c, gpu_only=False), lambda c: _engine_dtype(c, gpu_only=True)),
     Row("score_batch_size", "", "(`*.log_prob_micro_batch_size_per_gpu`)", "", "TRL scores with its training micro-batch (per_device_train_batch_size)",
         lambda c: same(), lambda c: same()),
     Row("logits_chunk", "", "", "", "memory, not maths: TRL and verl bound logits memory their own way (verl's fused kernels; TRL's per-device batch)",

@@ -17,6 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 from . import core
 from .buckets import length_buckets
+from .model import autocast
 from .record import Rollout
 
 
@@ -118,13 +119,14 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     N, T = completion_ids.shape
     input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
     chunk = chunk_tokens(model, logits_chunk)
-    if 0 < chunk < N * T and plain_lm_head(model):
-        # the transformer without its LM head: (N, P+T, H) hidden states, H << V
-        hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
-        return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad)
-    out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False)
-    logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
-    return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad)
+    with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype); the log-probs come out float32 either way
+        if 0 < chunk < N * T and plain_lm_head(model):
+            # the transformer without its LM head: (N, P+T, H) hidden states, H << V
+            hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
+            return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad)
+        out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False)
+        logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
+        return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad)
 
 
 @torch.no_grad()

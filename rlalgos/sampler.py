@@ -9,6 +9,7 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
+from .model import autocast
 from .record import completion_mask_from_ids, id_tensor, pad_cat
 
 
@@ -144,17 +145,18 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
     per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
     for i in range(0, len(prompts), per_call):
         enc = encode_prompts(tokenizer, prompts[i : i + per_call], sampling.chat_template).to(device)
-        if sampling.sampler == "hf":
-            ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
-            gen_cfg = GenerationConfig(
-                do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
-                top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=stop, bos_token_id=tokenizer.bos_token_id,
-            )
-            completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
-        else:
-            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
-                                            sampling.temperature, sampling.top_p, greedy=greedy, n=n)
+        with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype)
+            if sampling.sampler == "hf":
+                ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
+                gen_cfg = GenerationConfig(
+                    do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
+                    top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                    eos_token_id=stop, bos_token_id=tokenizer.bos_token_id,
+                )
+                completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
+            else:
+                completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
+                                                sampling.temperature, sampling.top_p, greedy=greedy, n=n)
         chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
     model.train(was_training)
     pad = tokenizer.pad_token_id

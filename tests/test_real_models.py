@@ -12,7 +12,7 @@ import torch
 
 from rlalgos import cli
 from rlalgos.config import TrainConfig, load_run_config, lr_warning, make_config
-from rlalgos.model import char_tokenizer, load_policy, resolve_dtype, tiny_model
+from rlalgos.model import autocast_dtype, char_tokenizer, load_policy, resolve_precision, tiny_model
 from rlalgos.record import completion_mask_from_ids, decode_completions
 from rlalgos.rollout import rollout
 from rlalgos.sampler import SamplingConfig, encode_prompts, generate, stop_token_ids
@@ -169,13 +169,18 @@ def test_help_shows_the_new_knobs(capsys):
     assert "full softmax at the temperature" in " ".join(text.split())  # top_p says what the log-probs are
 
 
-def test_dtype_is_how_the_model_is_loaded(tiny_dir):
-    assert resolve_dtype("auto", torch.device("cpu")) == torch.float32
-    assert resolve_dtype("auto", torch.device("cuda")) == torch.bfloat16
+def test_dtype_is_how_the_model_is_loaded_and_run(tiny_dir):
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_precision("auto", cpu) == (torch.float32, None)
+    assert resolve_precision("auto", cuda) == resolve_precision("bfloat16", cpu) == (torch.float32, torch.bfloat16)  # fp32 master weights, bf16 autocast
+    assert resolve_precision("bfloat16-weights", cuda) == (torch.bfloat16, None)
     model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16")
-    assert model.dtype == torch.bfloat16
-    with pytest.raises(ValueError, match="unknown dtype"):
-        load_policy(tiny_dir, device="cpu", dtype="half")
+    assert model.dtype == torch.float32 and autocast_dtype(model) == torch.bfloat16
+    model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16-weights")
+    assert model.dtype == torch.bfloat16 and autocast_dtype(model) is None
+    for bad in ("half", "float16"):
+        with pytest.raises(ValueError, match="unknown dtype"):
+            load_policy(tiny_dir, device="cpu", dtype=bad)
 
 
 def test_lr_warning_for_big_models_at_the_default_lr():
@@ -188,7 +193,7 @@ def test_lr_warning_for_big_models_at_the_default_lr():
 
 def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_path, monkeypatch, capsys):
     """top_p reaches every sampling call, score_batch_size every no-grad scoring
-    pass (rollout, REINFORCE's own, eval), dtype the loaded weights, chat_template
+    pass (rollout, REINFORCE's own, eval), dtype the weights and the sampler's autocast, chat_template
     the prompts; config.json records them and resume runs with them. A model
     counted above 50M parameters at the default lr gets the warning."""
     import rlalgos.algorithms.reinforce
@@ -198,12 +203,12 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
 
     _, tok = load_policy(two_eos_dir, device="cpu")
     seen = {"top_p": set(), "batch": set(), "dtype": set(), "chat": set()}
-    expected = {"top_p": {0.9}, "batch": {3}, "dtype": {torch.bfloat16}, "chat": {True}}
+    expected = {"top_p": {0.9}, "batch": {3}, "dtype": {(torch.float32, torch.bfloat16)}, "chat": {True}}  # fp32 weights sampled under bf16 autocast
 
     def spy_sampler(fn):
         def wrapped(model, input_ids, *args, **kw):
             seen["top_p"].add(inspect.signature(fn).bind(model, input_ids, *args, **kw).arguments.get("top_p"))
-            seen["dtype"].add(model.dtype)
+            seen["dtype"].add((model.dtype, torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu")))
             seen["chat"].update(t.startswith("User: ") for t in tok.batch_decode(input_ids, skip_special_tokens=True))
             return fn(model, input_ids, *args, **kw)
         return wrapped
@@ -226,7 +231,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     assert seen == expected
     saved = json.loads((run / "config.json").read_text())["train"]
     assert {k: saved[k] for k in ("top_p", "score_batch_size", "dtype", "chat_template")} == {"top_p": 0.9, "score_batch_size": 3, "dtype": "bfloat16", "chat_template": True}
-    assert json.loads((run / "checkpoint" / "config.json").read_text())["dtype"] == "bfloat16"
+    assert json.loads((run / "checkpoint" / "config.json").read_text())["dtype"] == "float32"  # the master weights
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     assert samples and all(not s["prompt"].startswith("User:") for s in samples)  # the logs keep the task's prompt
     for v in seen.values():

@@ -31,6 +31,7 @@ from torch import nn
 from .. import core
 from ..config import PPOConfig
 from ..forward import sequence_inputs
+from ..model import autocast, autocast_dtype, set_autocast
 from ..record import Rollout
 from .base import Advantages
 from .reinforce import Reinforce
@@ -45,13 +46,15 @@ class ValueModel(nn.Module):
         self.head = nn.Linear(policy.config.hidden_size, 1, dtype=next(policy.parameters()).dtype)
         nn.init.zeros_(self.head.weight)  # start by predicting 0 everywhere
         nn.init.zeros_(self.head.bias)
+        set_autocast(self, autocast_dtype(policy))  # the policy's mixed precision, if any
 
     def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """Values at the positions that predict each completion token. Returns (N, T) floats."""
         T = completion_ids.shape[1]
         input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-        h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
-        return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
+        with autocast(self):
+            h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
+            return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
 
 
 class PPO(Reinforce):
