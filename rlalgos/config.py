@@ -15,6 +15,7 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -30,6 +31,8 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+LORA_INSTALL = "pip install rlalgos[lora]"
+"""What a missing peft (the ``lora`` extra) tells the user to run."""
 DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 
 
@@ -52,7 +55,15 @@ class TrainConfig:
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
     dtype: str = "auto"
-    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only. Applied when rlalgos loads the model; a model passed to ``train()`` in Python runs as :func:`rlalgos.model.set_autocast` set it."""
+    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only (with LoRA they are safe: only the frozen base is in that dtype, the adapters stay float32). Applied when rlalgos loads the model; a model passed to ``train()`` in Python runs as :func:`rlalgos.model.set_autocast` set it."""
+    lora_rank: int = 0
+    """LoRA rank r (needs ``pip install rlalgos[lora]``): train rank-r adapters on the layers named by lora_targets, every other weight frozen, instead of every weight; the reference policy is the same model with its adapters switched off (no second copy), and a checkpoint holds the adapters (load_policy / ``rlalgos eval --model RUN_DIR/checkpoint`` merge them into the base). 0 = off: full fine-tuning. Not with ppo (its critic is a full copy of the trunk)."""
+    lora_alpha: float = 0.0
+    """LoRA scale: the adapters' output is multiplied by lora_alpha / lora_rank; 0 = 2 x lora_rank (a scale of 2, as TRL's r=16, alpha=32)."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' input in the update (peft's lora_dropout); 0 keeps the first update pass equal to the sampling policy (ratio 1)."""
+    lora_targets: str = "all-linear"
+    """Layers that get adapters: ``all-linear`` (every linear projection of attention and MLP, not the LM head) or comma-separated module names, e.g. ``q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj`` (Llama, Qwen)."""
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"
@@ -120,6 +131,12 @@ class TrainConfig:
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
         _check(self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
+        _check(self.lora_rank >= 0 and self.lora_alpha >= 0, f"lora_rank and lora_alpha must be >= 0 (lora_rank 0 = off), got {self.lora_rank} and {self.lora_alpha}")
+        _check(0 <= self.lora_dropout < 1 and bool(self.lora_targets.strip(", ")), f"lora_dropout must be in [0, 1) and lora_targets not empty, got {self.lora_dropout} and {self.lora_targets!r}")
+        if self.lora_rank:
+            _check(importlib.util.find_spec("peft") is not None, f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}")
+            _check(not issubclass(algorithm_config(self.algo).config, PPOConfig),
+                   f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)")
 
 
 # --------------------------------------------------------------------------- #

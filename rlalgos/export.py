@@ -340,6 +340,27 @@ def _no_reward_model(c: Ctx, setting: str) -> Mapped:
                    if setting == "reward_model" else "the learned reward model is not exported")
 
 
+def _trl_lora(c: Ctx, setting: str) -> Mapped:
+    if not c.cfg.lora_rank:
+        return same()  # full fine-tuning, as train_trl.py does
+    if setting != "lora_rank":
+        return missing("see lora_rank")
+    return missing(f"LoRA is not exported to TRL: train_trl.py trains every weight; give the trainer peft_config=LoraConfig(r={c.cfg.lora_rank}, ...) for it")
+
+
+def _verl_lora(c: Ctx, setting: str) -> Mapped:
+    r = c.cfg.lora_rank
+    if not r:
+        return same()
+    if setting == "lora_dropout":
+        return same() if not c.cfg.lora_dropout else missing("verl's LoRA has no dropout")
+    targets = [t.strip() for t in c.cfg.lora_targets.split(",") if t.strip()]
+    alpha = c.cfg.lora_alpha or 2 * r
+    value = {"lora_rank": r, "lora_alpha": int(alpha) if float(alpha).is_integer() else alpha, "target_modules": "all-linear" if targets == ["all-linear"] else targets}
+    key = {"lora_rank": "lora_rank", "lora_alpha": "lora_alpha", "lora_targets": "target_modules"}[setting]
+    return same(**{"actor_rollout_ref.model." + key: value[key]})
+
+
 def _trl_device(c: Ctx) -> Mapped:
     cpu = c.cfg.device == "cpu"
     return same(use_cpu=cpu, bf16=not cpu, world_size=c.gpus)  # bf16: mixed precision with fp32 master weights, as rlalgos's dtype auto on CUDA
@@ -404,6 +425,12 @@ ROWS: list[Row] = [
         "the export writes plain-text prompts; TRL templates only conversational (message-list) prompts, verl templates every prompt (see `model`)",
         lambda c: same() if not c.cfg.chat_template else differs("the export writes plain-text prompts, which TRL does not template: make the dataset's prompt a [{'role': 'user', 'content': ...}] list to get the template"),
         lambda c: same()),
+    Row("lora_rank", "(the trainer's `peft_config`: not written)", "`actor_rollout_ref.model.lora_rank`", "same value (0 = off)",
+        "train_trl.py trains every weight (TRL takes a peft LoraConfig as the trainer's peft_config)", lambda c: _trl_lora(c, "lora_rank"), lambda c: _verl_lora(c, "lora_rank")),
+    Row("lora_alpha", "", "`actor_rollout_ref.model.lora_alpha`", "0 -> 2 x lora_rank", "TRL: see lora_rank", lambda c: _trl_lora(c, "lora_alpha"), lambda c: _verl_lora(c, "lora_alpha")),
+    Row("lora_dropout", "", "", "", "verl's LoRA has no dropout; TRL: see lora_rank", lambda c: _trl_lora(c, "lora_dropout"), lambda c: _verl_lora(c, "lora_dropout")),
+    Row("lora_targets", "", "`actor_rollout_ref.model.target_modules`", "all-linear, or the list of module names", "TRL: see lora_rank",
+        lambda c: _trl_lora(c, "lora_targets"), lambda c: _verl_lora(c, "lora_targets")),
     Row("dtype", "`bf16` (mixed precision; see `device`)", "(FSDP mixed precision)", "auto = what the engines do: fp32 on CPU, bf16 mixed precision (fp32 master weights) on GPUs",
         "the engines have no bf16-weights mode", lambda c: _engine_dtype(c, gpu_only=False), lambda c: _engine_dtype(c, gpu_only=True)),
     Row("score_batch_size", "", "(`*.log_prob_micro_batch_size_per_gpu`)", "", "TRL scores with its training micro-batch (per_device_train_batch_size)",

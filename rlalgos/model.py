@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from transformers.utils import logging as _hf_logging
 
 from .config import BASE_MODEL_DIR, DTYPES
+from .lora import ADAPTER_CONFIG, load_merged
 
 _hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
@@ -140,12 +141,16 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     ``device="auto"`` picks CUDA when present, else CPU; ``dtype`` ``None`` or
     ``"auto"`` is float32 weights with bf16 autocast on CUDA and float32 on CPU (see
     :func:`resolve_precision`; the autocast is recorded with :func:`set_autocast`).
+    A folder of LoRA adapters (a ``--lora-rank`` run's checkpoint) loads the base
+    model it names with the adapters merged in (:func:`rlalgos.lora.load_merged`).
     Returns ``(model, tokenizer)``; the tokenizer pads on the left (for batched
     generation) and has a pad token (EOS if the model has none).
     """
     path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
     if name_or_path is None and not (path / "config.json").exists():
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
+    if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():  # a LoRA run's checkpoint
+        return load_merged(path, device, dtype)
     if path.is_dir() and not (path / "config.json").is_file():
         raise FileNotFoundError(f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)")
     if path.exists() and not path.is_dir():

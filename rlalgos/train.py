@@ -25,6 +25,7 @@ from . import core
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .forward import batched_logprobs
+from .lora import AdaptersOff, add_lora, load_adapters
 from .model import count_parameters, frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
@@ -167,6 +168,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     set_seed(cfg.seed)
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, cfg.device, cfg.dtype)
+    lora = add_lora(policy, cfg) if cfg.lora_rank else None  # adapters put into policy in place; lora saves them and switches them off
     if cfg.chat_template:
         check_chat_template(tokenizer)
     if replace_old:
@@ -174,19 +176,23 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     run_dir.mkdir(parents=True, exist_ok=True)
     if task.note and not resume:
         print(f"rlalgos: {task.note}", file=sys.stderr)
-    if (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume:
+    if not cfg.lora_rank and (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume:
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
                               score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk)
     algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
     algo.score_batch_size, algo.logits_chunk = cfg.score_batch_size, cfg.logits_chunk
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
-    # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded
-    ref_model = frozen_copy(policy) if algo.needs_ref or cfg.log_kl else None
+    # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
+    # With LoRA it is no copy: the policy with its adapters switched off
+    ref_model = (AdaptersOff(lora) if lora else frozen_copy(policy)) if algo.needs_ref or cfg.log_kl else None
     start = 0
     if state is not None:
-        trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
-        policy.load_state_dict(trained.state_dict())
+        if lora:
+            load_adapters(lora, run_dir / "checkpoint")
+        else:
+            trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
+            policy.load_state_dict(trained.state_dict())
         start = state["step"]
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
@@ -248,8 +254,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             rows.append(row)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
             if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                save_run_checkpoint(run_dir, policy, tokenizer, algo, step, prompts)
-        save_run_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompts)
+                save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, step, prompts)
+        save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, cfg.steps, prompts)  # with LoRA: the adapters
     finally:
         bar.close()
         metrics_log.close()

@@ -56,7 +56,8 @@ class Algorithm:
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
         self.policy, self.cfg = policy, cfg
         self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
-        self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
+        self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far
 
     # ---- what the loop asks before sampling -------------------------------- #
