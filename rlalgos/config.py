@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .tasks import DATA_DIR
+from .trackers import parse_report_to
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
@@ -103,6 +104,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     on_nonfinite: str = "stop"
     """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
+    report_to: str = "none"
+    """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard`` (event files in out_dir/tensorboard/), ``wandb`` (out_dir/wandb/, offline without an API key) and ``trackio``. Each is an extra: pip install rlalgos[tensorboard]. metrics.jsonl stays the record: a tracker that fails gets a warning and the run goes on."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
@@ -120,6 +123,7 @@ class TrainConfig:
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
         _check(self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
+        parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
 
 
 # --------------------------------------------------------------------------- #
