@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
-	$(BIN)/pip install -q -e ".[test,notebook,bench,lora]"
+	$(BIN)/pip install -q -e ".[test,notebook,bench,lora,tensorboard]"
 	# verl's packaged trainer config, for the export tests (its own dependencies pin an older transformers: not installed)
 	$(BIN)/pip install -q --no-deps "verl==0.9.1"
 	touch $@

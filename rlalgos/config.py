@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .tasks import DATA_DIR
+from .trackers import parse_report_to
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
@@ -114,6 +115,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     on_nonfinite: str = "stop"
     """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
+    report_to: str = "none"
+    """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard`` (event files in out_dir/tensorboard/), ``wandb`` (out_dir/wandb/, offline without an API key) and ``trackio``. Each is an extra: pip install rlalgos[tensorboard]. metrics.jsonl stays the record: a tracker that fails gets a warning and the run goes on."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
@@ -137,6 +140,7 @@ class TrainConfig:
             _check(importlib.util.find_spec("peft") is not None, f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}")
             _check(not issubclass(algorithm_config(self.algo).config, PPOConfig),
                    f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)")
+        parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
 
 
 # --------------------------------------------------------------------------- #

@@ -39,6 +39,7 @@ from typing import Callable
 from . import tasks as tasks_module
 from .config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
 from .tasks import get_task
+from .trackers import TRACKERS, parse_report_to
 
 ENGINES = ("trl", "verl")
 CHECKED_AGAINST = {"trl": "1.16.0", "verl": "0.9.1"}
@@ -173,6 +174,19 @@ class Row:
 # --------------------------------------------------------------------------- #
 # The conversions that need more than one line
 # --------------------------------------------------------------------------- #
+
+
+def _trl_report_to(c: Ctx) -> Mapped:
+    if c.cfg.report_to.strip().lower() == "all":  # TRL's own "all": every tracker installed where it runs
+        return same(report_to="all")
+    return same(report_to=parse_report_to(c.cfg.report_to, check_installed=False) or "none")
+
+
+def _verl_report_to(c: Ctx) -> Mapped:
+    if c.cfg.report_to.strip().lower() == "all":
+        return differs("verl has no 'all': trainer.logger lists the three trackers rlalgos knows", **{"trainer.logger": ["console", *TRACKERS]})
+    return same(**{"trainer.logger": ["console", *parse_report_to(c.cfg.report_to, check_installed=False)]})
+
 
 _TRL_LOSS_TYPE = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
 
@@ -470,8 +484,10 @@ ROWS: list[Row] = [
     Row("progress", "`disable_tqdm`", "", "disable_tqdm = not progress", "verl prints a progress line per step",
         lambda c: same(disable_tqdm=not c.cfg.progress)),
     Row("on_nonfinite", "", "", "", "no stop on a NaN/inf loss: the engines go on; watch the logged loss and grad_norm"),
-    Row("(fixed) a metrics row every step", "`logging_steps`=1, `report_to`=none", "`trainer.logger`=[console]", "add wandb / tensorboard there", "",
-        lambda c: same(logging_steps=1, report_to="none", log_completions=False), lambda c: same(**{"trainer.logger": ["console"]})),
+    Row("(fixed) a metrics row every step", "`logging_steps`=1", "", "", "",
+        lambda c: same(logging_steps=1, log_completions=False), lambda c: same()),
+    Row("report_to", "`report_to`", "`trainer.logger`", "the same names (TRL also takes all / none); verl: console plus them", "",
+        _trl_report_to, _verl_report_to),
     # ---- every algorithm -------------------------------------------------------------
     Row("lr", "`learning_rate`", "`actor.optim.lr`", "same value",
         "kept from the run; real-scale runs use 1e-6 (TRL's and verl's default) for billion-parameter models, rlalgos's 1e-4 suits its 0.9M-parameter model",

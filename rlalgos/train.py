@@ -32,6 +32,7 @@ from .rollout import rollout
 from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
 from .sampler import SamplingConfig, check_chat_template
 from .tasks import Task, get_task, reward_columns
+from .trackers import with_trackers
 
 __all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
 
@@ -213,7 +214,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     rows = read_rows(run_dir / "metrics.jsonl", start) if resume else []
     rewrite_rows(run_dir / "metrics.jsonl", rows)  # atomic: a kill now loses nothing the checkpoint covers
     rewrite_rows(run_dir / "samples.jsonl", read_rows(run_dir / "samples.jsonl", start) if resume else [])
-    metrics_log = JsonlLog(run_dir / "metrics.jsonl")
+    metrics_log = with_trackers(JsonlLog(run_dir / "metrics.jsonl"), cfg.report_to, run_dir, resume, start)  # --report-to: rows also go to tensorboard/wandb/trackio
     samples_log = JsonlLog(run_dir / "samples.jsonl")
 
     def run_eval(step: int) -> dict:
