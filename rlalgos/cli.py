@@ -201,6 +201,10 @@ def cmd_resume(args: ResumeArgs) -> None:
 
 
 def _print_run_summary(df) -> None:
+    from .distributed import is_main
+
+    if not is_main():  # under torchrun: one summary, from process 0
+        return
     ev = df.dropna(subset=["eval_accuracy"])
     print(f"run folder: {df.attrs['run_dir']} (metrics.jsonl, samples.jsonl, checkpoint/)")
     if len(ev):

@@ -179,18 +179,23 @@ class Rollout:
 
     def stats(self) -> dict:
         """The metrics a rollout gives before any update (see the metric vocabulary)."""
-        stats = {
-            "reward_mean": self.rewards.mean().item(),
-            "reward_std": self.rewards.std().item() if len(self) > 1 else 0.0,
-            "accuracy": self.correct.mean().item(),
-            "completion_len": self.lengths.mean().item(),
-            "truncated_frac": self.truncated.float().mean().item(),
-            "zero_std_frac": (self.group_std() == 0).float().mean().item(),
-        }
-        right = self.correct > 0
-        for name, rows in (("completion_len_correct", right), ("completion_len_wrong", ~right)):
-            if rows.any():  # absent (NaN in the table) on a step with no such answer
-                stats[name] = self.lengths[rows].float().mean().item()
-        for k, v in self.reward_parts.items():
-            stats[f"reward/{k}"] = v.mean().item()
-        return stats
+        return row_stats(self.rewards, self.correct, self.reward_parts, self.lengths, self.truncated, self.group_size)
+
+
+def row_stats(rewards: torch.Tensor, correct: torch.Tensor, reward_parts: dict[str, torch.Tensor], lengths: torch.Tensor, truncated: torch.Tensor, group_size: int) -> dict:
+    """:meth:`Rollout.stats` from its per-answer columns, all (N,) (several processes' rows joined, too)."""
+    stats = {
+        "reward_mean": rewards.mean().item(),
+        "reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
+        "accuracy": correct.mean().item(),
+        "completion_len": lengths.mean().item(),
+        "truncated_frac": truncated.float().mean().item(),
+        "zero_std_frac": (rewards.view(-1, group_size).std(dim=1, unbiased=False) == 0).float().mean().item(),
+    }
+    right = correct > 0
+    for name, rows in (("completion_len_correct", right), ("completion_len_wrong", ~right)):
+        if rows.any():  # absent (NaN in the table) on a step with no such answer
+            stats[name] = lengths[rows].float().mean().item()
+    for k, v in reward_parts.items():
+        stats[f"reward/{k}"] = v.mean().item()
+    return stats

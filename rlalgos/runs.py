@@ -90,13 +90,6 @@ def clear_run_dir(run_dir: str | Path, names=RUN_FILES) -> None:
             p.unlink()
 
 
-def check_single_process() -> None:
-    """Several processes writing one run folder would corrupt it: refuse clearly."""
-    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
-    if world > 1:
-        raise ValueError(f"WORLD_SIZE={world}: rlalgos trains in one process (torchrun / accelerate launch are not supported yet); run it without a launcher")
-
-
 # --------------------------------------------------------------------------- #
 # Checkpoints
 # --------------------------------------------------------------------------- #

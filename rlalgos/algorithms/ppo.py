@@ -28,7 +28,7 @@ import copy
 import torch
 from torch import nn
 
-from .. import core
+from .. import core, distributed
 from ..config import PPOConfig
 from ..forward import sequence_inputs
 from ..model import autocast, autocast_dtype, set_autocast
@@ -85,9 +85,9 @@ class PPO(Reinforce):
         last = (mask.sum(-1).long() - 1).clamp(min=0)  # (N,) index of the last real token
         rewards[torch.arange(len(ro)), last] += ro.rewards
         adv, returns = core.gae(rewards, values, mask, self.cfg.gamma, self.cfg.lam)  # (N, T) each
-        ev = core.explained_variance(values, returns, mask)
+        ev = distributed.explained_variance(values, returns, mask)  # over the whole batch (every process's rows)
         if self.cfg.whiten:
-            adv = core.masked_whiten(adv, mask) * mask
+            adv = distributed.masked_whiten(adv, mask) * mask
         return Advantages(adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev})
 
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
