@@ -31,8 +31,9 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode
+test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode; then the install test at the lowest transformers allowed
 	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks
+	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
 
 test-fast: install  ## skip the minutes-long learning tests
 	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks
