@@ -7,26 +7,40 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # The CPU build of torch; on a GPU machine: make TORCH_SPEC="torch" install
 TORCH_SPEC ?= torch==2.13.0
+# Where pip finds torch; empty = pip's own settings (a local wheel, or PyPI, whose Linux
+# torch is the multi-GB CUDA build). With no local wheel, get the CPU build with
+#   make install TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_INDEX_URL ?=
+# The lowest transformers pyproject.toml allows (make test-transformers-range runs it)
+TRANSFORMERS_LOWEST ?= 5.0.0
+export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test test-fast sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-spread clean
+.PHONY: install demo test test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH_SPEC)"
-	$(BIN)/pip install -q -e ".[test,notebook,bench]"
+	$(BIN)/pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
+	$(BIN)/pip install -q -e ".[test,notebook,bench,lora,tensorboard]"
+	# verl's packaged trainer config, for the export tests (its own dependencies pin an older transformers: not installed)
+	$(BIN)/pip install -q --no-deps "verl==0.9.1"
 	touch $@
 
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode
+test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode; then the install test at the lowest transformers allowed
 	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks
+	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
 
 test-fast: install  ## skip the minutes-long learning tests
 	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks
+
+test-transformers-range: install  ## the install test at the lowest transformers allowed (plus the fast tests there), then at the newest (~6 min on 2 cores)
+	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
 
 sft: install  ## rebuild data/base_model with its fixed seed
 	$(BIN)/rlalgos sft --overwrite
@@ -47,6 +61,10 @@ bench-step: install  ## seconds per step per algorithm, split by stage, model sh
 bench-scaling: install  ## GRPO step time against G, completion length and model width
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/scaling.py | tee runs/bench/scaling.jsonl
+
+bench-memory: install  ## peak memory of the log-prob passes at Qwen's vocabulary, unchunked vs logits_chunk 256/1024 (~15 min on 2 cores, at most ~5 GB a process)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/memory.py | tee runs/bench/memory.jsonl
 
 bench-trl: install  ## rlalgos GRPO against TRL's GRPOTrainer on the same job, alternating
 	@mkdir -p runs/bench

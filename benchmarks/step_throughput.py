@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from _common import ModelTimer, machine_info, peak_memory_mb
+from rlalgos.config import TrainConfig
 
 STAGES = ("generate", "reward", "logprobs", "update")
 
@@ -34,18 +35,17 @@ def measure(args) -> dict:
     the first step is a warm-up and is not counted."""
     import rlalgos.train as train_mod
     from rlalgos.algorithms import make_config
-    from rlalgos.train import TrainConfig
 
     train_mod.evaluate = lambda *a, **k: {"samples": []}  # time training steps only
     algo_cfg = make_config(args.algo, **({"length_buckets": args.length_buckets} if args.length_buckets else {}))
     with tempfile.TemporaryDirectory() as d, ModelTimer() as mt:
         cfg = TrainConfig(algo=args.algo, model=args.model, steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size,
-                          max_new_tokens=args.max_new_tokens, sampler=args.sampler, log_kl=not args.no_log_kl, device=args.device,
+                          max_new_tokens=args.max_new_tokens, sampler=args.sampler, log_kl=not args.no_log_kl, device=args.device, logits_chunk=args.logits_chunk,
                           eval_every=0, out_dir=d, progress=False)
         df = train_mod.train(cfg, algo_cfg)
     steps = df[df["step"] >= 2]  # drop the (empty) eval row and the warm-up step
     row = {"measure": "step", "algo": args.algo, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens,
-           "sampler": args.sampler, "length_buckets": algo_cfg.length_buckets, "log_kl": not args.no_log_kl,
+           "sampler": args.sampler, "length_buckets": algo_cfg.length_buckets, "log_kl": not args.no_log_kl, "logits_chunk": args.logits_chunk,
            "step_seconds": round(steps["step_seconds"].median(), 3)}
     for s in STAGES:
         row[f"{s}_seconds"] = round(steps[f"{s}_seconds"].median(), 3)
@@ -73,6 +73,7 @@ def main() -> None:
     p.add_argument("--sampler", default="compact", choices=["compact", "hf"], help="rlalgos' compact sampler or transformers' generate")
     p.add_argument("--length-buckets", type=int, default=0, help="forward/backward passes per minibatch (0 = the algorithm's default)")
     p.add_argument("--no-log-kl", action="store_true", help="skip the reference pass that only logs KL")
+    p.add_argument("--logits-chunk", type=int, default=TrainConfig.logits_chunk, help="tokens per LM-head chunk (-1 = auto, 0 = unchunked)")
     p.add_argument("--model", default="", help="policy folder or hub name (default: the shipped base model)")
     p.add_argument("--device", default="auto")
     p.add_argument("--algo", help=argparse.SUPPRESS)  # internal: measure one algorithm in this process

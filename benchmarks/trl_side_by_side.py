@@ -3,7 +3,9 @@
 Both start from the shipped checkpoint, train on the same prompts with the same
 reward (``correctness_reward``) and the same settings: G=8, 16 prompts per step,
 48 new tokens, temperature 1, no KL (so no reference model), DAPO's token-level
-loss, one update per rollout, AdamW lr 1e-4, fp32 on CPU. They run alternately
+loss, one update per rollout, AdamW lr 1e-4, fp32 on CPU; TRL's GRPOConfig is
+the one ``rlalgos export --to trl`` writes for that run (``rlalgos.export``'s
+mapping table), plus the same prompt order. They run alternately
 in this one process (``--rounds`` rounds of ``--steps`` steps each), so both see
 the same machine load; the first step of every round is a warm-up and is not
 counted. Prints one JSON line per round and system, then a summary line with the
@@ -26,10 +28,12 @@ import tempfile
 import time
 
 from _common import ModelTimer, machine_info
+from rlalgos import tasks
 from rlalgos.algorithms import make_config
 from rlalgos.config import BASE_MODEL_DIR
+from rlalgos.export import trl_settings
 from rlalgos.model import load_policy
-from rlalgos.tasks import addition_task, correctness_reward
+from rlalgos.tasks import addition_task
 from rlalgos.train import PromptSampler, TrainConfig, evaluate, train
 
 
@@ -49,8 +53,15 @@ def timed_generate(model) -> list[float]:
     return times
 
 
+def job(args, steps: int, seed: int, out_dir: str):
+    """The run both systems do: rlalgos' ``grpo`` with kl_coef 0 and token-mean, fp32 on CPU."""
+    cfg = TrainConfig(algo="grpo", steps=steps, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
+                      eval_every=0, eval_prompts=1, eval_samples=1, save_every=0, log_kl=False, seed=seed, device="cpu", out_dir=out_dir, progress=False)
+    return cfg, make_config("grpo", kl_coef=0.0, loss_agg="token-mean")
+
+
 def trl_trainer(args, out_dir: str, steps: int, seed: int):
-    """TRL's GRPOTrainer configured like rlalgos' ``grpo`` with kl_coef 0 and token-mean."""
+    """TRL's GRPOTrainer with the GRPOConfig ``rlalgos export --to trl`` writes for :func:`job`."""
     from datasets import Dataset
     from transformers import PrinterCallback, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -59,15 +70,9 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
     # the prompts rlalgos draws with this seed, in its order, so step k sees the same 16 prompts in both
     draw = PromptSampler(addition_task().train, seed)
     data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for _ in range(steps) for r in draw(args.prompts)])
-    n = args.prompts * args.group_size
-    cfg = GRPOConfig(
-        output_dir=out_dir, max_steps=steps, per_device_train_batch_size=n, gradient_accumulation_steps=1,
-        num_generations=args.group_size, max_completion_length=args.max_new_tokens, temperature=1.0, top_p=1.0, top_k=0,
-        beta=0.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.2, num_iterations=1, scale_rewards="group", shuffle_dataset=False,
-        learning_rate=1e-4, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
-        use_cpu=True, bf16=False, fp16=False, report_to="none", logging_steps=1, save_strategy="no",
-        seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True, log_completions=False,
-    )
+    script, settings, _ = trl_settings(*job(args, steps, seed, out_dir))
+    # the same prompts in the same order as rlalgos (drawn above), so no shuffling
+    cfg = GRPOConfig(**{**settings, "output_dir": out_dir, "shuffle_dataset": False, "dataloader_num_workers": 0})
     times: list[float] = []
 
     class StepTimer(TrainerCallback):
@@ -77,7 +82,8 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
         def on_step_end(self, *a, **k):
             times.append(time.perf_counter() - self.t0)
 
-    trainer = GRPOTrainer(model=policy, reward_funcs=[correctness_reward], args=cfg, train_dataset=data, processing_class=tok, callbacks=[StepTimer()])
+    reward_funcs = [getattr(tasks, name) for name in script["reward_funcs"]]  # correctness, and format at weight 0 as in rlalgos
+    trainer = GRPOTrainer(model=policy, reward_funcs=reward_funcs, args=cfg, train_dataset=data, processing_class=tok, callbacks=[StepTimer()])
     trainer.remove_callback(PrinterCallback)  # no log dict printed per step
     gen_times = timed_generate(trainer.model)
     return trainer, times, gen_times
@@ -94,10 +100,8 @@ def run_trl(args, steps: int, seed: int = 0):
 
 def run_rlalgos(args, steps: int, seed: int = 0):
     policy, tok = load_policy(BASE_MODEL_DIR, "cpu")
-    algo = make_config("grpo", kl_coef=0.0, loss_agg="token-mean")
     with tempfile.TemporaryDirectory() as d:
-        cfg = TrainConfig(algo="grpo", steps=steps, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
-                          eval_every=0, eval_prompts=1, eval_samples=1, log_kl=False, seed=seed, out_dir=d, progress=False)
+        cfg, algo = job(args, steps, seed, d)
         with ModelTimer() as mt:
             df = train(cfg, algo, policy=policy, tokenizer=tok)
         df = df[df["step"] >= 1]  # drop the step-0 eval row

@@ -1,4 +1,4 @@
-"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos``.
+"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export``.
 
 Built with tyro from the dataclasses in :mod:`rlalgos.config`: every option is a
 config field and its help is the docstring under that field, so ``--help`` and
@@ -13,7 +13,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import tyro
 
@@ -93,6 +93,10 @@ class EvalArgs:
     """Sampling seed."""
     device: str = "auto"
     """auto, cpu or cuda."""
+    dtype: str = "auto"
+    """Precision, as in ``rlalgos train --dtype``: auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16 (float32 weights, bf16 autocast), bfloat16-weights or float16-weights."""
+    chat_template: bool = False
+    """Wrap each task prompt in the tokenizer's chat template (for instruct models)."""
 
 
 @dataclass
@@ -130,6 +134,33 @@ class AlgosArgs:
     """List the algorithms with every option and its default."""
 
 
+@dataclass
+class FromRun:
+    """Export a run folder with the config it was started with (its config.json)."""
+
+    run_dir: tyro.conf.Positional[str]
+    """The run folder."""
+
+
+ExportSource = Union[(Annotated[FromRun, tyro.conf.subcommand("run", description=FromRun.__doc__)], *TrainCommand.__args__)]  # noqa: UP007
+
+
+@dataclass
+class ExportArgs:
+    """Write a ready-to-run TRL or verl folder for a run folder (``run RUN_DIR``) or for the options ``train`` takes
+    (``ALGO --option ...``); the export options come first. Settings with no equivalent are listed, never dropped."""
+
+    source: ExportSource
+    to: Literal["trl", "verl"] = "trl"
+    """The engine: ``trl`` (GRPOTrainer / RLOOTrainer under accelerate) or ``verl`` (verl.trainer.main_ppo)."""
+    export_dir: str = "runs/export"
+    """The folder to write (new or empty; an earlier export with --overwrite)."""
+    gpus: int = 1
+    """GPUs the exported command runs on (the batch sizes per GPU are derived from it)."""
+    overwrite: bool = False
+    """Replace an earlier export in export_dir (only its own files)."""
+
+
 COMMANDS = {
     "train": (TrainArgs, "train one algorithm and write a run folder (rlalgos train ALGO --help for its options)"),
     "resume": (ResumeArgs, "continue a run from its last checkpoint"),
@@ -140,6 +171,7 @@ COMMANDS = {
     "rm": (RMConfig, "train a tiny reward model on base-model samples labelled by the rule reward"),
     "data": (DataArgs, "regenerate the addition task's train/test jsonl"),
     "algos": (AlgosArgs, "list the algorithms and their options with defaults"),
+    "export": (ExportArgs, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
 }
 
 
@@ -169,6 +201,10 @@ def cmd_resume(args: ResumeArgs) -> None:
 
 
 def _print_run_summary(df) -> None:
+    from .distributed import is_main
+
+    if not is_main():  # under torchrun: one summary, from process 0
+        return
     ev = df.dropna(subset=["eval_accuracy"])
     print(f"run folder: {df.attrs['run_dir']} (metrics.jsonl, samples.jsonl, checkpoint/)")
     if len(ev):
@@ -244,9 +280,9 @@ def cmd_eval(args: EvalArgs) -> None:
     from .train import evaluate
 
     task = get_task(args.task)
-    policy, tok = load_policy(args.model or None, args.device)
+    policy, tok = load_policy(args.model or None, args.device, args.dtype)
     rows = task.test[: args.prompts] if args.prompts else task.test
-    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, seed=args.seed, n_show=args.show)
+    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, seed=args.seed, n_show=args.show, chat_template=args.chat_template)
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
     print(json.dumps(ev, indent=2))
@@ -306,8 +342,27 @@ def cmd_algos(args: AlgosArgs) -> None:
     print("\neach option's meaning: rlalgos train NAME --help")
 
 
+def cmd_export(args: ExportArgs) -> None:
+    from .config import load_run_config
+    from .export import export
+
+    if isinstance(args.source, FromRun):
+        cfg, algo_cfg = load_run_config(args.source.run_dir)
+        source, overwrite = f"the run folder {args.source.run_dir}", args.overwrite
+    else:
+        cfg, algo_cfg = _run_config(args.source.run), args.source.algo
+        source = f"rlalgos train {cfg.algo} options"
+        overwrite = args.overwrite or args.source.run.overwrite  # --overwrite after ALGO means the same here
+    done = export(cfg, algo_cfg, args.to, args.export_dir, gpus=args.gpus, overwrite=overwrite, source=source)
+    print(f"exported {cfg.algo} to {args.to}: {done.out_dir} (README.md, run.sh)")
+    print(f"run it: bash {done.out_dir / 'run.sh'}   ({done.command})")
+    print(f"{len(done.notes)} setting(s) with no equivalent or mapped with a difference (also in README.md):")
+    for note in done.notes:
+        print(f"  - {note}")
+
+
 HANDLERS = {"train": cmd_train, "resume": cmd_resume, "compare": cmd_compare, "eval": cmd_eval, "plot": cmd_plot,
-            "sft": cmd_sft, "rm": cmd_rm, "data": cmd_data, "algos": cmd_algos}
+            "sft": cmd_sft, "rm": cmd_rm, "data": cmd_data, "algos": cmd_algos, "export": cmd_export}
 
 
 def parse(argv: list[str]):

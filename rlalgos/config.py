@@ -15,11 +15,13 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .tasks import DATA_DIR
+from .trackers import parse_report_to
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
@@ -30,6 +32,9 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+LORA_INSTALL = "pip install rlalgos[lora]"
+"""What a missing peft (the ``lora`` extra) tells the user to run."""
+DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -50,6 +55,18 @@ class TrainConfig:
     """Algorithm name (see ``rlalgos algos``); on the command line it is the word after ``train``."""
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
+    dtype: str = "auto"
+    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only (with LoRA they are safe: only the frozen base is in that dtype, the adapters stay float32). Applied when rlalgos loads the model; a model passed to ``train()`` in Python runs as :func:`rlalgos.model.set_autocast` set it."""
+    lora_rank: int = 0
+    """LoRA rank r (needs ``pip install rlalgos[lora]``): train rank-r adapters on the layers named by lora_targets, every other weight frozen, instead of every weight; the reference policy is the same model with its adapters switched off (no second copy), and a checkpoint holds the adapters (load_policy / ``rlalgos eval --model RUN_DIR/checkpoint`` merge them into the base). 0 = off: full fine-tuning. Not with ppo (its critic is a full copy of the trunk)."""
+    lora_alpha: float = 0.0
+    """LoRA scale: the adapters' output is multiplied by lora_alpha / lora_rank; 0 = 2 x lora_rank (a scale of 2, as TRL's r=16, alpha=32)."""
+    lora_dropout: float = 0.0
+    """Dropout on the adapters' input in the update (peft's lora_dropout); 0 keeps the first update pass equal to the sampling policy (ratio 1)."""
+    lora_targets: str = "all-linear"
+    """Layers that get adapters: ``all-linear`` (every linear projection of attention and MLP, not the LM head) or comma-separated module names, e.g. ``q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj`` (Llama, Qwen)."""
+    chat_template: bool = False
+    """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"
     """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
     steps: int = 60
@@ -62,8 +79,14 @@ class TrainConfig:
     """Longest completion in tokens; 0 = the task's default (48 for addition)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
+    top_p: float = 1.0
+    """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
+    logits_chunk: int = -1
+    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so their memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~0.7 GB at 256, ~1.3 GB at 512, where a 64 x 256 batch unchunked needs 30-40 GB). -1 = auto: 2**25 logits per chunk (~220 tokens at Qwen's vocabulary; the shipped model's batches fit in one, so it runs unchunked); 0 = the whole batch at once."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
+    score_batch_size: int = 512
+    """Sequences per no-grad scoring pass (the sampling policy's and the reference's log-probs, eval entropy); lower it when a big model's logits do not fit."""
     eval_every: int = 20
     """Evaluate on the test split every this many steps (and before the first and after the last)."""
     eval_prompts: int = 200
@@ -92,6 +115,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     on_nonfinite: str = "stop"
     """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
+    report_to: str = "none"
+    """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard`` (event files in out_dir/tensorboard/), ``wandb`` (out_dir/wandb/, offline without an API key) and ``trackio``. Each is an extra: pip install rlalgos[tensorboard]. metrics.jsonl stays the record: a tracker that fails gets a warning and the run goes on."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
@@ -100,11 +125,22 @@ class TrainConfig:
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _check(self.logits_chunk >= -1, f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}")
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
+        _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
+        _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
         _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
         _check(self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
+        _check(self.lora_rank >= 0 and self.lora_alpha >= 0, f"lora_rank and lora_alpha must be >= 0 (lora_rank 0 = off), got {self.lora_rank} and {self.lora_alpha}")
+        _check(0 <= self.lora_dropout < 1 and bool(self.lora_targets.strip(", ")), f"lora_dropout must be in [0, 1) and lora_targets not empty, got {self.lora_dropout} and {self.lora_targets!r}")
+        if self.lora_rank:
+            _check(importlib.util.find_spec("peft") is not None, f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}")
+            _check(not issubclass(algorithm_config(self.algo).config, PPOConfig),
+                   f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)")
+        parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
 
 
 # --------------------------------------------------------------------------- #
@@ -294,6 +330,21 @@ class GSPOConfig(GRPOConfig):
     """Per answer then over answers: GSPO's mean over answers. The others are allowed, as in TRL: they weight each answer's loss by its length (token-mean) or length / L_max."""
     minibatches: int = 4
     """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
+
+
+LARGE_MODEL = 50_000_000
+"""Parameters above which the learning-rate defaults (set for the 0.86M-parameter shipped model) are far too high."""
+
+
+def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
+    """A line to print when a model much larger than the shipped one (``n_params``)
+    would train at the default learning rate, or ''."""
+    default = make_config(algo_name).lr
+    if n_params <= LARGE_MODEL or algo_cfg.lr != default:
+        return ""
+    critic = " (and a lower --critic-lr)" if isinstance(algo_cfg, PPOConfig) else ""
+    return (f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
+            f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}")
 
 
 def parse_stages(text: str) -> list[tuple[int, float]]:

@@ -1,12 +1,23 @@
 """Forward passes: the log-prob (and entropy) the model gives each completion
-token, with grad (the update) or without (old and reference log-probs)."""
+token, with grad (the update) or without (old and reference log-probs).
+
+Memory. The LM head turns each position's hidden state (H numbers) into V
+logits, and V is large: Qwen's 151,936 tokens make one 64 x 256 batch's fp32
+logits 10 GB, before the softmax copies and the backward. ``logits_chunk``
+bounds that: the transformer runs on the whole batch, then the LM head, the
+log-softmax and the entropy run ``logits_chunk`` tokens at a time, so at most
+one chunk's (logits_chunk, V) logits exist at once; with grad each chunk's
+logits are recomputed in the backward instead of kept (``torch.utils.checkpoint``).
+"""
 
 from __future__ import annotations
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from . import core
 from .buckets import length_buckets
+from .model import autocast
 from .record import Rollout
 
 
@@ -22,32 +33,107 @@ def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
     return input_ids, attn, position_ids
 
 
-def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False):
-    """Run ``model`` on prompt + completion and return the log-prob of each completion token.
+def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False) -> dict:
+    """``logprobs`` of ``tokens`` under ``softmax(logits / temperature)`` and, if asked,
+    the ``entropy`` (detached unless ``entropy_grad``).
 
-    Position ids are counted from the first real (non-pad) token, exactly as
-    ``generate`` does for left-padded prompts, so the numbers match what the
-    sampler saw. Only the last ``T + 1`` positions go through the LM head.
-
-    prompt_ids, prompt_mask: (N, P); completion_ids, completion_mask: (N, T)
-    returns: dict with ``logprobs`` (N, T), and ``entropy`` (N, T; detached unless
-    ``entropy_grad``) if asked.
+    logits: (..., V); tokens: (...); returns a dict of (...) tensors.
     """
-    T = completion_ids.shape[1]
-    input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-    out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False)
-    logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
-    res = {"logprobs": core.token_logprobs(logits, completion_ids, temperature)}
+    res = {"logprobs": core.token_logprobs(logits, tokens, temperature)}
     if with_entropy or entropy_grad:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             res["entropy"] = core.entropy_from_logits(logits if entropy_grad else logits.detach(), temperature)
     return res
 
 
+def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False) -> dict:
+    """:func:`logits_stats` of ``head(hidden)`` computed ``chunk`` tokens at a time.
+
+    The rows and positions are flattened into one list of N*T tokens and cut into
+    runs of ``chunk``; each run goes through the LM head and the log-softmax on its
+    own, so only one (chunk, V) block of logits exists at any time. With grad,
+    ``checkpoint`` keeps only each chunk's input (chunk, H) and its outputs, and
+    recomputes that chunk's logits in the backward: the gradient is the same, the
+    memory is one chunk's, the cost one more LM-head matmul per chunk.
+
+    head: the LM head (``model.get_output_embeddings()``), (..., H) -> (..., V)
+    hidden: (N, T, H) final hidden states at the positions that predict ``tokens``
+    tokens: (N, T); returns a dict of (N, T) tensors, as :func:`logits_stats`.
+    """
+    N, T, H = hidden.shape
+    h, tok = hidden.reshape(N * T, H), tokens.reshape(N * T)  # (N*T, H), (N*T,)
+
+    def one_chunk(h_c, tok_c):  # (n, H), (n,) -> dict of (n,)
+        return logits_stats(head(h_c), tok_c, temperature, with_entropy, entropy_grad)
+
+    chunks = zip(h.split(chunk), tok.split(chunk))  # ((n, H), (n,)) pairs, n <= chunk
+    if torch.is_grad_enabled():  # autograd keeps (n, H) per chunk, not (n, V); the LM head draws no random numbers
+        parts = [checkpoint(one_chunk, h_c, tok_c, use_reentrant=False, preserve_rng_state=False) for h_c, tok_c in chunks]
+    else:
+        parts = [one_chunk(h_c, tok_c) for h_c, tok_c in chunks]
+    return {k: torch.cat([p[k] for p in parts]).view(N, T) for k in parts[0]}
+
+
+# Causal LMs whose forward changes the logits after ``lm_head`` (Gemma 2/3 soft-capping,
+# Cohere's logit_scale, Granite's logits_scaling): the chunked path, which applies
+# ``lm_head`` alone, would miss that step, so they always take the unchunked one.
+LOGIT_POSTPROCESSING = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+
+
+def plain_lm_head(model) -> bool:
+    """Whether ``model``'s logits are exactly ``model.get_output_embeddings()(last hidden state)``."""
+    return all(getattr(model.config, k, None) in (None, 1.0) for k in LOGIT_POSTPROCESSING)
+
+
+AUTO_CHUNK_LOGITS = 2**25
+"""With ``logits_chunk = -1`` (auto), a chunk holds this many logits: 128 MB in fp32."""
+
+
+def chunk_tokens(model, logits_chunk: int) -> int:
+    """Tokens per LM-head chunk: ``logits_chunk`` itself when >= 0 (0 = no chunking), or
+    with -1 (auto) as many tokens as make :data:`AUTO_CHUNK_LOGITS` logits: ~220 at
+    Qwen's 151,936-token vocabulary, while the shipped model's whole batches fit in one
+    chunk (so it takes the plain path, bit for bit as without chunking)."""
+    if logits_chunk >= 0:
+        return logits_chunk
+    return max(1, AUTO_CHUNK_LOGITS // model.get_output_embeddings().weight.shape[0])
+
+
+def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False,
+                     logits_chunk: int = 0):
+    """Run ``model`` on prompt + completion and return the log-prob of each completion token.
+
+    Position ids are counted from the first real (non-pad) token, exactly as
+    ``generate`` does for left-padded prompts, so the numbers match what the
+    sampler saw. Only the last ``T + 1`` positions go through the LM head.
+
+    ``logits_chunk`` > 0 and fewer than the batch's N*T tokens: the LM head runs
+    that many tokens at a time (:func:`chunked_logits_stats`): the same numbers up
+    to float rounding, at most one chunk's logits in memory. 0: the whole (N, T, V) at once;
+    -1: auto (:func:`chunk_tokens`).
+
+    prompt_ids, prompt_mask: (N, P); completion_ids, completion_mask: (N, T)
+    returns: dict with ``logprobs`` (N, T), and ``entropy`` (N, T; detached unless
+    ``entropy_grad``) if asked.
+    """
+    N, T = completion_ids.shape
+    input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
+    chunk = chunk_tokens(model, logits_chunk)
+    with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype); the log-probs come out float32 either way
+        if 0 < chunk < N * T and plain_lm_head(model):
+            # the transformer without its LM head: (N, P+T, H) hidden states, H << V
+            hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
+            return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad)
+        out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False)
+        logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
+        return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad)
+
+
 @torch.no_grad()
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4):
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0):
     """:func:`forward_logprobs` over a whole rollout without grad, in ``buckets``
-    runs of similar length (each at most ``batch_size`` rows) trimmed of padding.
+    runs of similar length (each at most ``batch_size`` rows) trimmed of padding,
+    the LM head ``logits_chunk`` tokens at a time (0 = a whole run at once).
     Returns (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
     was_training = model.training
     model.eval()
@@ -55,7 +141,7 @@ def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: 
     ent = torch.zeros_like(logp)
     for idx in length_buckets(ro.length_key(), buckets, batch_size):
         mb = ro.select(idx).trimmed()
-        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy)
+        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk)
         T, m = mb.completion_ids.shape[1], mb.completion_mask  # padding positions stay 0
         logp[idx, :T] = out["logprobs"].float() * m
         if with_entropy:

@@ -3,6 +3,7 @@ the shipped checkpoint or any Hugging Face causal LM."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import string
 from pathlib import Path
@@ -13,7 +14,8 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, proce
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from transformers.utils import logging as _hf_logging
 
-from .config import BASE_MODEL_DIR
+from .config import BASE_MODEL_DIR, DTYPES
+from .lora import ADAPTER_CONFIG, load_merged
 
 _hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
@@ -84,25 +86,78 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
-def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: torch.dtype | None = None):
+PRECISIONS = {
+    "float32": (torch.float32, None),
+    "bfloat16": (torch.float32, torch.bfloat16),
+    "bfloat16-weights": (torch.bfloat16, None),
+    "float16-weights": (torch.float16, None),
+}
+"""``dtype`` name -> (weights dtype, autocast dtype or None); ``auto`` is ``bfloat16`` on CUDA and ``float32`` elsewhere."""
+
+
+def resolve_precision(dtype: str | torch.dtype | None, device: torch.device) -> tuple[torch.dtype, torch.dtype | None]:
+    """``(weights dtype, autocast dtype or None)`` for a ``dtype`` setting (see :class:`rlalgos.config.TrainConfig`'s ``dtype``).
+
+    ``None`` or ``"auto"``: ``bfloat16`` on CUDA, ``float32`` elsewhere. ``"bfloat16"``:
+    float32 weights (the optimizer's master copy) with the forward passes under
+    ``torch.autocast(dtype=torch.bfloat16)``. ``"float32"``: float32, no autocast.
+    ``"bfloat16-weights"`` / ``"float16-weights"``: the weights themselves in that
+    dtype, no autocast. A ``torch.dtype``: weights in it, no autocast.
+    """
+    if isinstance(dtype, torch.dtype):
+        return dtype, None
+    if dtype is None or dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" else "float32"
+    if dtype not in PRECISIONS:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return PRECISIONS[dtype]
+
+
+def set_autocast(model: nn.Module, dtype: torch.dtype | None) -> nn.Module:
+    """Make rlalgos run ``model``'s forward passes (sampling, scoring, the update) under
+    ``torch.autocast(dtype=dtype)``; ``None``: without autocast. Returns ``model``."""
+    model.rlalgos_autocast = dtype
+    return model
+
+
+def autocast_dtype(model: nn.Module) -> torch.dtype | None:
+    """The autocast dtype :func:`set_autocast` gave ``model`` (``None``: no autocast)."""
+    return getattr(model, "rlalgos_autocast", None)
+
+
+def autocast(model: nn.Module):
+    """The context rlalgos runs ``model``'s forward passes in: ``torch.autocast`` on the
+    model's device in the dtype :func:`set_autocast` gave it, or nothing."""
+    dtype = autocast_dtype(model)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
+
+
+def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None):
     """Load a causal LM and its tokenizer: the shipped base model by default, or
     any Hugging Face model by hub name or local path.
 
-    ``device="auto"`` picks CUDA when present (bf16 there) and CPU in fp32
-    otherwise. Returns ``(model, tokenizer)``; the tokenizer pads on the left (for
-    batched generation) and has a pad token (EOS if the model has none).
+    ``device="auto"`` picks CUDA when present, else CPU; ``dtype`` ``None`` or
+    ``"auto"`` is float32 weights with bf16 autocast on CUDA and float32 on CPU (see
+    :func:`resolve_precision`; the autocast is recorded with :func:`set_autocast`).
+    A folder of LoRA adapters (a ``--lora-rank`` run's checkpoint) loads the base
+    model it names with the adapters merged in (:func:`rlalgos.lora.load_merged`).
+    Returns ``(model, tokenizer)``; the tokenizer pads on the left (for batched
+    generation) and has a pad token (EOS if the model has none).
     """
     path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
     if name_or_path is None and not (path / "config.json").exists():
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
+    if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():  # a LoRA run's checkpoint
+        return load_merged(path, device, dtype)
     if path.is_dir() and not (path / "config.json").is_file():
         raise FileNotFoundError(f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)")
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; give the folder that holds config.json (or a hub name)")
     src = str(path) if path.exists() else str(name_or_path)
     dev = resolve_device(device)
-    if dtype is None:
-        dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    dtype, compute = resolve_precision(dtype, dev)  # weights, autocast
     try:
         tokenizer = AutoTokenizer.from_pretrained(src)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
@@ -117,7 +172,7 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         tokenizer.pad_token = tokenizer.eos_token
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model.to(dev), tokenizer
+    return set_autocast(model.to(dev), compute), tokenizer
 
 
 def frozen_copy(model: nn.Module) -> nn.Module:

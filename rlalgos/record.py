@@ -20,19 +20,34 @@ def pad_cat(tensors: Sequence[torch.Tensor], left: bool, value) -> torch.Tensor:
     return torch.cat([F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors])
 
 
+def id_tensor(ids: int | Sequence[int], device=None) -> torch.Tensor:
+    """One token id or a list of them (the stop ids) as a 1-D long tensor."""
+    return torch.as_tensor(list(ids) if isinstance(ids, (list, tuple)) else [ids], dtype=torch.long, device=device)
+
+
 def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | Sequence[int]):
-    """Mask up to and including the first EOS, and which rows never emit one.
+    """Mask up to and including the first EOS (any of the ids in ``eos_token_id``),
+    and which rows never emit one.
 
     completion_ids: (N, T); returns (mask (N, T) float, truncated (N,) bool)
     """
-    eos_ids = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id])
-    is_eos = torch.isin(completion_ids, eos_ids.to(completion_ids.device))  # (N, T)
+    is_eos = torch.isin(completion_ids, id_tensor(eos_token_id, completion_ids.device))  # (N, T)
     has_eos = is_eos.any(dim=1)  # (N,)
     T = completion_ids.shape[1]
     first = torch.where(has_eos, is_eos.int().argmax(dim=1), torch.full_like(has_eos, T, dtype=torch.long))  # (N,)
     pos = torch.arange(T, device=completion_ids.device).unsqueeze(0)  # (1, T)
     mask = (pos <= first.unsqueeze(1)) & (pos < T)
     return mask.float(), ~has_eos
+
+
+def decode_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, eos_token_id: int | Sequence[int]) -> list[str]:
+    """The text of each completion for the reward functions: its tokens before the
+    stop token (the stop token itself, and everything after it, left out; special
+    tokens skipped).
+
+    completion_ids, mask: (N, T) with ``mask`` from :func:`completion_mask_from_ids`."""
+    body = mask.bool() & ~torch.isin(completion_ids, id_tensor(eos_token_id, completion_ids.device))  # (N, T)
+    return tokenizer.batch_decode([row[keep].tolist() for row, keep in zip(completion_ids, body)], skip_special_tokens=True)
 
 
 @dataclass
@@ -50,8 +65,8 @@ class Rollout:
     prompt_ids: torch.Tensor  # (N, P) left-padded
     prompt_mask: torch.Tensor  # (N, P) 1 on real prompt tokens
     completion_ids: torch.Tensor  # (N, T) right-padded
-    completion_mask: torch.Tensor  # (N, T) float, 1 up to and including EOS
-    truncated: torch.Tensor  # (N,) bool: no EOS within max_new_tokens
+    completion_mask: torch.Tensor  # (N, T) float, 1 up to and including the stop token (any stop id)
+    truncated: torch.Tensor  # (N,) bool: no stop token within max_new_tokens
     old_logprobs: torch.Tensor | None  # (N, T) log-probs under the sampling policy
     ref_logprobs: torch.Tensor | None  # (N, T) log-probs under the reference model
     rewards: torch.Tensor  # (N,) weighted total reward
@@ -164,18 +179,23 @@ class Rollout:
 
     def stats(self) -> dict:
         """The metrics a rollout gives before any update (see the metric vocabulary)."""
-        stats = {
-            "reward_mean": self.rewards.mean().item(),
-            "reward_std": self.rewards.std().item() if len(self) > 1 else 0.0,
-            "accuracy": self.correct.mean().item(),
-            "completion_len": self.lengths.mean().item(),
-            "truncated_frac": self.truncated.float().mean().item(),
-            "zero_std_frac": (self.group_std() == 0).float().mean().item(),
-        }
-        right = self.correct > 0
-        for name, rows in (("completion_len_correct", right), ("completion_len_wrong", ~right)):
-            if rows.any():  # absent (NaN in the table) on a step with no such answer
-                stats[name] = self.lengths[rows].float().mean().item()
-        for k, v in self.reward_parts.items():
-            stats[f"reward/{k}"] = v.mean().item()
-        return stats
+        return row_stats(self.rewards, self.correct, self.reward_parts, self.lengths, self.truncated, self.group_size)
+
+
+def row_stats(rewards: torch.Tensor, correct: torch.Tensor, reward_parts: dict[str, torch.Tensor], lengths: torch.Tensor, truncated: torch.Tensor, group_size: int) -> dict:
+    """:meth:`Rollout.stats` from its per-answer columns, all (N,) (several processes' rows joined, too)."""
+    stats = {
+        "reward_mean": rewards.mean().item(),
+        "reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
+        "accuracy": correct.mean().item(),
+        "completion_len": lengths.mean().item(),
+        "truncated_frac": truncated.float().mean().item(),
+        "zero_std_frac": (rewards.view(-1, group_size).std(dim=1, unbiased=False) == 0).float().mean().item(),
+    }
+    right = correct > 0
+    for name, rows in (("completion_len_correct", right), ("completion_len_wrong", ~right)):
+        if rows.any():  # absent (NaN in the table) on a step with no such answer
+            stats[name] = lengths[rows].float().mean().item()
+    for k, v in reward_parts.items():
+        stats[f"reward/{k}"] = v.mean().item()
+    return stats

@@ -14,8 +14,8 @@ from typing import Sequence
 import torch
 
 from .forward import batched_logprobs
-from .record import Rollout, completion_mask_from_ids
-from .sampler import SamplingConfig, generate
+from .record import Rollout, completion_mask_from_ids, decode_completions
+from .sampler import SamplingConfig, generate, stop_token_ids
 from .tasks import RewardSet, reward_columns
 
 
@@ -43,10 +43,11 @@ def rollout(
     prompt_ids, prompt_mask, completion_ids = generate(policy, tokenizer, [r["prompt"] for r in rows], sampling, greedy=greedy, n=group_size)
     rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent (as generate returns them)
     prompts = [r["prompt"] for r in rows]
-    mask, truncated = completion_mask_from_ids(completion_ids, tokenizer.eos_token_id)
+    stop = stop_token_ids(policy, tokenizer)  # the same stop ids the sampler stopped on
+    mask, truncated = completion_mask_from_ids(completion_ids, stop)
     completion_ids = torch.where(mask.bool(), completion_ids, torch.full_like(completion_ids, tokenizer.pad_token_id))
     t1 = time.perf_counter()
-    texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
+    texts = decode_completions(tokenizer, completion_ids, mask, stop)
     total, parts = rewards(prompts, texts, reward_columns(rows))
     t2 = time.perf_counter()
     device = completion_ids.device
@@ -69,8 +70,8 @@ def rollout(
         pad_token_id=tokenizer.pad_token_id,
     ).trimmed()  # drop the columns after every answer ended
     if old_logprobs:
-        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.batch_size, with_entropy=True)
+        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=sampling.logits_chunk)
     if ref_model is not None:
-        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.batch_size)
+        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
     ro.seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
     return ro

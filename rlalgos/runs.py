@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old")
+RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old",
+             "tensorboard", "wandb", "trackers.json")  # the last three: rlalgos.trackers.RUN_FOLDER_FILES
 """Everything a run writes into its folder (and all that ``overwrite`` may remove)."""
 
 STATE_FILE = "trainer_state.pt"
@@ -78,22 +79,15 @@ def check_model_dir(out_dir: str | Path, overwrite: bool) -> None:
         raise FileExistsError(f"{out} already holds a model; replace it with --overwrite or pick another --out-dir")
 
 
-def clear_run_dir(run_dir: str | Path) -> None:
-    """Remove a run's own files (:data:`RUN_FILES`) from ``run_dir``; leave everything else."""
+def clear_run_dir(run_dir: str | Path, names=RUN_FILES) -> None:
+    """Remove a run's own files (:data:`RUN_FILES`, or a command's own ``names``) from ``run_dir``; leave everything else."""
     run_dir = Path(run_dir)
-    for name in RUN_FILES:
+    for name in names:
         p = run_dir / name
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p)
         elif p.exists() or p.is_symlink():
             p.unlink()
-
-
-def check_single_process() -> None:
-    """Several processes writing one run folder would corrupt it: refuse clearly."""
-    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
-    if world > 1:
-        raise ValueError(f"WORLD_SIZE={world}: rlalgos trains in one process (torchrun / accelerate launch are not supported yet); run it without a launcher")
 
 
 # --------------------------------------------------------------------------- #

@@ -9,7 +9,8 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
-from .record import completion_mask_from_ids, pad_cat
+from .model import autocast
+from .record import completion_mask_from_ids, id_tensor, pad_cat
 
 
 @dataclass
@@ -21,9 +22,16 @@ class SamplingConfig:
     temperature: float = 1.0
     """Softmax temperature; log-probs are taken under the same temperature."""
     top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes)."""
+    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes). The log-probs
+    are still the full softmax at the temperature, as in TRL and verl."""
     batch_size: int = 512
-    """Sequences per sampling call and per no-grad scoring pass (lower it for big models)."""
+    """Sequences per sampling call."""
+    score_batch_size: int = 512
+    """Sequences per no-grad scoring pass (old and reference log-probs; lower it for big models)."""
+    chat_template: bool = False
+    """Wrap each prompt in the tokenizer's chat template (one user turn, then the assistant's turn)."""
+    logits_chunk: int = -1
+    """Tokens per LM-head chunk in the no-grad scoring passes (-1 = auto, 0 = a whole pass at once); see :func:`rlalgos.forward.chunk_tokens`."""
     sampler: str = "compact"
     """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
     ``hf``: transformers' ``generate``. Same distribution either way."""
@@ -32,6 +40,33 @@ class SamplingConfig:
 def _cache_argument(model) -> str:
     """The name under which this transformers version takes the KV cache."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def stop_token_ids(model, tokenizer) -> list[int]:
+    """Every token id that ends an answer: the tokenizer's EOS and each id in the
+    model's ``generation_config.eos_token_id`` (an int or a list: Qwen2.5-Instruct
+    stops on ``<|im_end|>`` and ``<|endoftext|>``). Sampling, the completion mask,
+    lengths, truncation flags and the decoded text all use this one set."""
+    extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [tokenizer.eos_token_id] + (list(extra) if isinstance(extra, (list, tuple)) else [extra])
+    return sorted({int(i) for i in ids if i is not None})
+
+
+def check_chat_template(tokenizer) -> None:
+    """A ``ValueError`` saying what to change when the tokenizer has no chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("chat_template is on but the tokenizer has no chat template; drop --chat-template, or use an instruct model whose tokenizer has one")
+
+
+def encode_prompts(tokenizer, prompts: Sequence[str], chat_template: bool = False):
+    """Tokenise prompts for generation (left-padded). With ``chat_template`` each
+    prompt becomes one user turn followed by the assistant's turn, and no special
+    tokens are added on top of what the template writes (as TRL does)."""
+    if not chat_template:
+        return tokenizer(list(prompts), return_tensors="pt", padding=True)
+    check_chat_template(tokenizer)
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True) for p in prompts]
+    return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
 
 
 @torch.no_grad()
@@ -48,10 +83,11 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
     temperature and top-p warpers are transformers' own).
 
     input_ids, attention_mask: (B, P) left-padded prompts
+    eos_token_id: the id, or list of ids, that ends an answer (:func:`stop_token_ids`)
     returns: (B * n, max_new_tokens) completion ids; row ``b * n + j`` is sample
     ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``.
     """
-    eos = torch.as_tensor(eos_token_id if isinstance(eos_token_id, (list, tuple)) else [eos_token_id], device=input_ids.device)
+    eos = id_tensor(eos_token_id, input_ids.device)
     warp = LogitsProcessorList()
     if not greedy and temperature != 1.0:
         warp.append(TemperatureLogitsWarper(temperature))
@@ -98,26 +134,29 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
     """Batched sampling with the KV cache: ``n`` completions for every prompt.
     Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
     rows (the n samples of a prompt adjacent), prompts left-padded and
-    completions right-padded with the pad token. ``sampling.sampler`` picks
+    completions right-padded with the pad token after their stop token
+    (:func:`stop_token_ids`). ``sampling.sampler`` picks
     :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
+    stop = stop_token_ids(model, tokenizer)
     chunks = []
     per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
     for i in range(0, len(prompts), per_call):
-        enc = tokenizer(list(prompts[i : i + per_call]), return_tensors="pt", padding=True).to(device)
-        if sampling.sampler == "hf":
-            ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
-            gen_cfg = GenerationConfig(
-                do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
-                top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
-            )
-            completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
-        else:
-            completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id,
-                                            sampling.temperature, sampling.top_p, greedy=greedy, n=n)
+        enc = encode_prompts(tokenizer, prompts[i : i + per_call], sampling.chat_template).to(device)
+        with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype)
+            if sampling.sampler == "hf":
+                ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
+                gen_cfg = GenerationConfig(
+                    do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
+                    top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                    eos_token_id=stop, bos_token_id=tokenizer.bos_token_id,
+                )
+                completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
+            else:
+                completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
+                                                sampling.temperature, sampling.top_p, greedy=greedy, n=n)
         chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
     model.train(was_training)
     pad = tokenizer.pad_token_id

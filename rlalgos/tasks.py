@@ -12,6 +12,7 @@ weights and reports each on its own.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import math
 import random
@@ -20,7 +21,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+def _data_dir() -> Path:
+    """Where the task splits and the shipped models are: the package ``rlalgos.data``,
+    which pyproject.toml maps to the repo's ``data/``. A wheel installs it inside the
+    package; an editable install resolves it to the repo's ``data/`` (so ``rlalgos sft``,
+    ``rm`` and ``data`` write there); a checkout used without installing falls back to
+    the repo's ``data/`` too."""
+    try:
+        return Path(str(importlib.resources.files("rlalgos.data")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "data"
+
+
+DATA_DIR = _data_dir()
 
 # --------------------------------------------------------------------------- #
 # The default task: multi-term addition with a scratchpad

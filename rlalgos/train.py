@@ -21,16 +21,18 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import core
+from . import core, distributed
 from .algorithms import get_algorithm
-from .config import TrainConfig, load_run_config, make_config
+from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .forward import batched_logprobs
-from .model import frozen_copy, load_policy, resolve_device
+from .lora import AdaptersOff, add_lora, load_adapters
+from .model import count_parameters, frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
-from .runs import JsonlLog, check_run_dir, check_single_process, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
-from .sampler import SamplingConfig
+from .runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
+from .sampler import SamplingConfig, check_chat_template
 from .tasks import Task, get_task, reward_columns
+from .trackers import with_trackers
 
 __all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
 
@@ -46,7 +48,8 @@ def set_seed(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0) -> dict:
+def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
+             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512, logits_chunk: int = -1) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -55,9 +58,10 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
+    ``top_p``, ``chat_template``, ``score_batch_size`` and ``logits_chunk`` are as in :class:`TrainConfig`.
     """
     rows = task.test if rows is None else rows
-    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature)
+    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size)
     out = {}
     devices = [policy.device] if policy.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -71,7 +75,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, with_entropy=True)  # (N, T)
+    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=logits_chunk)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -121,7 +125,8 @@ def save_run_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, promp
     state = {"step": step, "algo": algo.state_dict(), "torch_rng": torch.get_rng_state(), "prompts": prompts.state_dict()}
     if torch.cuda.is_available():
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
-    return save_checkpoint(run_dir, policy, tokenizer, state)
+    state.update(distributed.rng_states())  # several processes: each one's random state (a collective: every process calls this)
+    return save_checkpoint(run_dir, policy, tokenizer, state) if distributed.is_main() else run_dir / "checkpoint"
 
 
 def check_rewards(task: Task) -> None:
@@ -144,40 +149,58 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     and ``task`` may be passed in (notebooks) instead of loaded from ``cfg``.
     With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
     (see :func:`resume`). ``df.attrs["run_dir"]`` is the run folder.
+    Under ``torchrun`` each process samples ``prompts_per_step / WORLD_SIZE``
+    prompts and process 0 alone writes the run folder (:mod:`rlalgos.distributed`).
     """
     # everything is loaded and checked before the run folder is touched
     cfg.validate()
-    check_single_process()
+    device = distributed.setup(cfg.device, cfg.prompts_per_step)  # cfg.device itself in one process
+    main, local_prompts = distributed.is_main(), cfg.prompts_per_step // distributed.world_size()
     algo_cls = get_algorithm(cfg.algo)
     algo_cfg = algo_cfg or make_config(cfg.algo)
-    algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
-    resolve_device(cfg.device)
+    algo_cfg.validate(cfg.group_size, local_prompts * cfg.group_size)
+    resolve_device(device)
     run_dir = Path(cfg.out_dir)
     replace_old = False if resume else check_run_dir(run_dir, cfg.overwrite)
-    state = load_checkpoint_state(run_dir) if resume else None
+    distributed.barrier()  # every process has checked the folder before process 0 changes it
+    state = distributed.main_first(lambda: load_checkpoint_state(run_dir)) if resume else None
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
         from .reward_model import ModelReward
 
-        extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, cfg.device), cfg.rm_weight)] if cfg.reward_model else []
+        extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
         task = task.with_rewards(cfg.rule_weight, extra)
     check_rewards(task)
-    set_seed(cfg.seed)
+    set_seed(distributed.rank_seed(cfg.seed))  # several processes: each its own stream, so they sample different answers
     if policy is None:
-        policy, tokenizer = load_policy(cfg.model or None, cfg.device)
-    if replace_old:
+        policy, tokenizer = load_policy(cfg.model or None, device, cfg.dtype)
+    lora = add_lora(policy, cfg) if cfg.lora_rank else None  # adapters put into policy in place; lora saves them and switches them off
+    if cfg.chat_template:
+        check_chat_template(tokenizer)
+    if replace_old and main:
         clear_run_dir(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if task.note and not resume:
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    if task.note and not resume and main:
         print(f"rlalgos: {task.note}", file=sys.stderr)
-    ref_model = frozen_copy(policy)  # the starting policy, also when resuming
+    if not cfg.lora_rank and (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume and main:
+        print(f"rlalgos: warning: {warning}", file=sys.stderr)
+    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
+                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk)
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
+    algo.score_batch_size, algo.logits_chunk = cfg.score_batch_size, cfg.logits_chunk
+    # the reference, a second copy of the model, only if a KL to it is trained on or logged;
+    # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
+    # With LoRA it is no copy: the policy with its adapters switched off
+    ref_model = (AdaptersOff(lora) if lora else frozen_copy(policy)) if algo.needs_ref or cfg.log_kl else None
     start = 0
     if state is not None:
-        trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
-        policy.load_state_dict(trained.state_dict())
+        if lora:
+            load_adapters(lora, run_dir / "checkpoint")
+        else:
+            trained, _ = load_policy(run_dir / "checkpoint", policy.device, policy.dtype)
+            policy.load_state_dict(trained.state_dict())
         start = state["step"]
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, sampler=cfg.sampler)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
         algo.load_state_dict(state["algo"])
@@ -185,29 +208,35 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-    (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
+        distributed.restore_rng(state)  # several processes: each its own stream
+    distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
+    if main:
+        (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
-        use_ref = algo.needs_ref or cfg.log_kl
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        return rollout(policy, tokenizer, prompts(n_prompts), cfg.group_size, task.rewards, s, ref_model=ref_model if use_ref else None, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
+        share = distributed.my_share(prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
+        return rollout(policy, tokenizer, share, cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)
-    rows = read_rows(run_dir / "metrics.jsonl", start) if resume else []
-    rewrite_rows(run_dir / "metrics.jsonl", rows)  # atomic: a kill now loses nothing the checkpoint covers
-    rewrite_rows(run_dir / "samples.jsonl", read_rows(run_dir / "samples.jsonl", start) if resume else [])
-    metrics_log = JsonlLog(run_dir / "metrics.jsonl")
-    samples_log = JsonlLog(run_dir / "samples.jsonl")
+    rows = distributed.broadcast(read_rows(run_dir / "metrics.jsonl", start) if resume and main else [])
+    if main:
+        rewrite_rows(run_dir / "metrics.jsonl", rows)  # atomic: a kill now loses nothing the checkpoint covers
+        rewrite_rows(run_dir / "samples.jsonl", read_rows(run_dir / "samples.jsonl", start) if resume else [])
+    # --report-to: rows also go to tensorboard/wandb/trackio (process 0 only)
+    metrics_log = with_trackers(JsonlLog(run_dir / "metrics.jsonl"), cfg.report_to, run_dir, resume, start) if main else distributed.NullLog()
+    samples_log = JsonlLog(run_dir / "samples.jsonl") if main else distributed.NullLog()
 
-    def run_eval(step: int) -> dict:
-        ev = evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4)
+    def run_eval(step: int) -> dict:  # on process 0; the others get its numbers
+        ev = distributed.broadcast(evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4,
+                                            top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk) if main else None)
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev
 
-    bar = tqdm(range(start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress, dynamic_ncols=True, initial=start, total=cfg.steps)
+    bar = tqdm(range(start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress or not main, dynamic_ncols=True, initial=start, total=cfg.steps)
     try:
         if start == 0:
             row0 = {"step": 0, **run_eval(0)}
@@ -215,15 +244,15 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             rows.append(row0)
         for step in bar:
             t0 = time.perf_counter()
-            ro, info = algo.collect(sample, cfg.prompts_per_step)
+            ro, info = algo.collect(sample, local_prompts)
             t1 = time.perf_counter()
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
-            row = {"step": step, **ro.stats(), **info, **m}
+            row = {"step": step, **distributed.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
             row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
-            row["tokens_per_second"] = ro.lengths.sum().item() / max(t2 - t0, 1e-9)
+            row["tokens_per_second"] = distributed.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
             if m.get("nonfinite") and cfg.on_nonfinite == "stop":
                 row["stopped"] = "non-finite loss or gradient; the update was not applied"
                 metrics_log.write(row)
@@ -238,8 +267,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             rows.append(row)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
             if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                save_run_checkpoint(run_dir, policy, tokenizer, algo, step, prompts)
-        save_run_checkpoint(run_dir, policy, tokenizer, algo, cfg.steps, prompts)
+                save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, step, prompts)
+        save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, cfg.steps, prompts)  # with LoRA: the adapters
     finally:
         bar.close()
         metrics_log.close()

@@ -29,6 +29,17 @@ def test_step_throughput_splits_the_step():
     assert 0 < row["model_share"] <= 1.05 and row["peak_memory_mb"] > 100  # a process with torch loaded holds > 100 MB
 
 
+def test_memory_peak_follows_the_chunk_not_the_batch():
+    rows = run("memory.py", "--vocab", "50000", "--hidden", "32", "--length", "16", "--prompt-len", "4", "--unchunked-rows", "4", "--chunked-rows", "2,8", "--chunks", "8")
+    mem = {(r["pass"], r["logits_chunk"], r["rows"]): r for r in rows if r["measure"] == "memory"}
+    assert set(mem) == {(p, c, n) for p in ("score", "update") for c, n in ((0, 4), (8, 2), (8, 8))}
+    assert all(r["tokens"] == r["rows"] * 16 and r["peak_extra_mb"] >= 0 and r["seconds"] > 0 for r in mem.values())
+    for p in ("score", "update"):  # twice the tokens of the unchunked pass, a fraction of its memory (50,000 x 64 fp32 logits: 12 MB a copy)
+        assert mem[p, 8, 8]["peak_extra_mb"] < mem[p, 0, 4]["peak_extra_mb"] / 1.5, p
+    growth = {r["pass"]: r for r in rows if r["measure"] == "memory_growth"}
+    assert set(growth) == {"score", "update"} and all(g["logits_chunk"] == 8 and g["tokens"] == [32, 128] for g in growth.values())
+
+
 def test_scaling_reports_each_point_against_the_baseline():
     rows = run("scaling.py", "--sweep", "group_size", "--repeats", "1", "--prompts", "1")
     assert [r["group_size"] for r in rows] == [4, 8, 16]

@@ -133,7 +133,7 @@ def test_sft_never_overwrites_a_model_without_the_flag(tmp_path):
     assert snapshot(d) == before
 
 
-def test_torchrun_is_refused_clearly(tmp_path, tiny_dir):
+def test_a_world_size_without_a_launcher_is_refused_clearly(tmp_path, tiny_dir):
     env = {**ENV, "WORLD_SIZE": "2"}
     proc = subprocess.run([sys.executable, "-m", "rlalgos.cli", *map(str, small_run(tiny_dir, tmp_path / "r"))], capture_output=True, text=True, env=env, timeout=300)
     one_line_error(proc, "WORLD_SIZE=2")

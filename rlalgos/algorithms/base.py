@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from .. import core
+from .. import core, distributed
 from ..buckets import length_buckets
 from ..config import AlgoConfig
 from ..forward import forward_logprobs
@@ -50,11 +50,14 @@ class Algorithm:
     """Base class: owns the policy's optimizer and runs the update loop."""
 
     name = "base"
+    score_batch_size = 512  # sequences per no-grad scoring pass (the training loop sets TrainConfig.score_batch_size)
+    logits_chunk = -1  # tokens per LM-head chunk in its forward passes (-1 auto, 0 all at once); train() sets TrainConfig.logits_chunk
 
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
         self.policy, self.cfg = policy, cfg
         self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
-        self.optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
+        self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far
 
     # ---- what the loop asks before sampling -------------------------------- #
@@ -104,7 +107,9 @@ class Algorithm:
         Each minibatch runs as length buckets (and at most ``micro_batch_size``
         rows per pass); each pass's loss is weighted by its share of the
         minibatch (of tokens for token-mean, of answers otherwise), so the
-        accumulated gradient equals one pass over the whole minibatch.
+        accumulated gradient equals one pass over the whole minibatch. With
+        several processes the shares are of the minibatch over all of them and
+        the gradients are summed over processes (:mod:`rlalgos.distributed`).
         """
         self.policy.train()
         adv = self.advantages(ro)
@@ -117,20 +122,22 @@ class Algorithm:
         lengths = ro.length_key()  # (N,) sort key for the length buckets
         for epoch in range(cfg.epochs):
             order = torch.randperm(N, device=adv.values.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.values.device)
-            for idx in order.chunk(cfg.minibatches):
+            for idx in distributed.minibatches(order, cfg.minibatches):
                 self.optimizer.zero_grad(set_to_none=True)
-                mb_tokens = loss_tokens[idx].sum().clamp(min=1e-8)
+                # the minibatch's tokens and answers on every process: the denominators of the weights below
+                mb_tokens, mb_rows = distributed.global_counts(loss_tokens[idx].sum(), len(idx))
+                mb_tokens = mb_tokens.clamp(min=1e-8)
                 finite, mb_logs = True, {}  # every micro-batch loss is finite; metrics weighted like the loss
                 for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
                     mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
                     a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
                     record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
                     out = forward_logprobs(self.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
-                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad())
+                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad(), logits_chunk=self.logits_chunk)
                     old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                     loss, m = self.loss(mb, out, a, old)
                     # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
-                    w = loss_tokens[sub].sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / len(idx)
+                    w = loss_tokens[sub].sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / mb_rows
                     (loss * w).backward()
                     m["loss"] = loss.item()
                     finite = finite and math.isfinite(m["loss"])
@@ -138,6 +145,7 @@ class Algorithm:
                         self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
                     for k, v in m.items():  # the weights sum to 1 over the minibatch
                         mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
+                finite, mb_logs = distributed.sync_gradients(self.parameters(), finite, mb_logs)  # sums over processes
                 for k, v in mb_logs.items():
                     logs.setdefault(k, []).append(v)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
@@ -147,6 +155,7 @@ class Algorithm:
                 else:  # never let NaN/inf into the weights
                     self.optimizer.zero_grad(set_to_none=True)
                     logs.setdefault("nonfinite", []).append(1.0)
+        first_pass = distributed.reduce_sums(first_pass)  # token sums over processes
         metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
         metrics.update({k: v / max(first_pass.get("_tokens", 1.0), 1.0) for k, v in first_pass.items() if not k.startswith("_")})
         metrics.update(adv.metrics)

@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from .. import core
+from .. import core, distributed
 from ..config import DAPOConfig, parse_stages
 from ..record import Rollout
 from .base import Advantages
@@ -61,35 +61,41 @@ class DAPO(GRPO):
     # ---- dynamic sampling ---------------------------------------------------- #
 
     def collect(self, sample, num_prompts):
+        """``num_prompts`` is this process's share; with several processes every count
+        below (kept, sampled, the target) is over all of them, so they take the same
+        decisions, and each keeps :func:`distributed.allocate`'s part of the batch."""
         mode = self.cfg.dynamic_sampling
         first = sample(num_prompts, temperature=self.temperature)
         G = first.group_size
         if mode in ("off", "downweight"):
             return first, {"sampling_temperature": first.temperature}
+        world = distributed.world_size()
+        target = num_prompts * world  # groups wanted over all processes
         seen, kept, extra_rounds = [first], [self._informative(first)], 0
-        n_kept = len(kept[0]) // G
-        while mode == "resample" and n_kept < num_prompts and extra_rounds < self.cfg.max_resample_rounds:
-            keep_rate = max(n_kept / sum(len(r) // G for r in seen), 0.1)
-            ro = sample(min(num_prompts, math.ceil((num_prompts - n_kept) / keep_rate)), temperature=self.temperature)
+        n_kept = distributed.total(len(kept[0]) // G)
+        while mode == "resample" and n_kept < target and extra_rounds < self.cfg.max_resample_rounds:
+            keep_rate = max(n_kept / distributed.total(sum(len(r) // G for r in seen)), 0.1)
+            ro = sample(min(num_prompts, math.ceil((target - n_kept) / keep_rate / world)), temperature=self.temperature)
             seen.append(ro)
             kept.append(self._informative(ro))
-            n_kept += len(kept[-1]) // G
+            n_kept += distributed.total(len(kept[-1]) // G)
             extra_rounds += 1
-        sampled = sum(len(r) // G for r in seen)
-        info = Rollout.concat(seen).stats()  # what the policy did on everything it sampled
+        sampled = distributed.total(sum(len(r) // G for r in seen))
+        info = distributed.rollout_stats(Rollout.concat(seen))  # what the policy did on everything it sampled
         info.update({
             "ds_sampled_groups": sampled,
             "ds_dropped_frac": 1.0 - n_kept / sampled,
             "ds_extra_rounds": extra_rounds,
-            "ds_batch_groups": min(n_kept, num_prompts),
-            "ds_short": float(n_kept < num_prompts),
+            "ds_batch_groups": min(n_kept, target),
+            "ds_short": float(n_kept < target),
             "sampling_temperature": first.temperature,
         })
         if n_kept == 0:  # every group degenerate: nothing to learn from, train on the plain batch
-            info["ds_batch_groups"] = num_prompts
+            info["ds_batch_groups"] = target
             return first, info
-        batch = Rollout.concat([k for k in kept if len(k)])
-        return batch.select(torch.arange(min(n_kept, num_prompts) * G)), info
+        mine = distributed.allocate(sum(len(k) // G for k in kept), num_prompts)  # this process's groups of the batch (maybe 0)
+        batch = Rollout.concat([k for k in kept if len(k)] or [first])
+        return batch.select(torch.arange(mine * G)), info
 
     @staticmethod
     def _informative(ro: Rollout) -> Rollout:
@@ -108,7 +114,7 @@ class DAPO(GRPO):
         penalty = 0.0
         if self.cfg.overlong_penalty and self.max_new_tokens:
             pen = core.overlong_penalty(ro.lengths, self.max_new_tokens, min(self.cfg.overlong_buffer, self.max_new_tokens))  # (N,)
-            penalty = pen.mean().item()
+            penalty = distributed.mean(pen)  # over the whole batch
             ro = ro.with_rewards(ro.rewards + pen)
         adv = super().advantages(ro)
         adv.mask = adv.mask * weight.unsqueeze(-1)  # (N, T)

@@ -28,9 +28,10 @@ import copy
 import torch
 from torch import nn
 
-from .. import core
+from .. import core, distributed
 from ..config import PPOConfig
 from ..forward import sequence_inputs
+from ..model import autocast, autocast_dtype, set_autocast
 from ..record import Rollout
 from .base import Advantages
 from .reinforce import Reinforce
@@ -45,13 +46,15 @@ class ValueModel(nn.Module):
         self.head = nn.Linear(policy.config.hidden_size, 1, dtype=next(policy.parameters()).dtype)
         nn.init.zeros_(self.head.weight)  # start by predicting 0 everywhere
         nn.init.zeros_(self.head.bias)
+        set_autocast(self, autocast_dtype(policy))  # the policy's mixed precision, if any
 
     def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """Values at the positions that predict each completion token. Returns (N, T) floats."""
         T = completion_ids.shape[1]
         input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-        h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
-        return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
+        with autocast(self):
+            h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
+            return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
 
 
 class PPO(Reinforce):
@@ -82,9 +85,9 @@ class PPO(Reinforce):
         last = (mask.sum(-1).long() - 1).clamp(min=0)  # (N,) index of the last real token
         rewards[torch.arange(len(ro)), last] += ro.rewards
         adv, returns = core.gae(rewards, values, mask, self.cfg.gamma, self.cfg.lam)  # (N, T) each
-        ev = core.explained_variance(values, returns, mask)
+        ev = distributed.explained_variance(values, returns, mask)  # over the whole batch (every process's rows)
         if self.cfg.whiten:
-            adv = core.masked_whiten(adv, mask) * mask
+            adv = distributed.masked_whiten(adv, mask) * mask
         return Advantages(adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev})
 
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
