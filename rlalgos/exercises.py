@@ -154,6 +154,12 @@ def _noise_verdict(base_runs, arm_runs, key: str, base: str, arm: str, digits: i
     return (arm if e["diff"] > 0 else base), evidence
 
 
+def _which_higher(answer, runs, base: str, arm: str, key: str) -> tuple[bool, str]:
+    """A prediction "which of two arms ended higher on ``key``, or noise", judged by their paired interval."""
+    truth, evidence = _noise_verdict(runs[base], runs[arm], key, base, arm)
+    return _choice(answer, truth, [base, arm, "noise"], evidence)
+
+
 # --------------------------------------------------------------------------- #
 # 01 · REINFORCE
 # --------------------------------------------------------------------------- #
@@ -279,8 +285,7 @@ def _overlong(answer):
 
 @exercise("04.3", "what the KL coefficient does to entropy", "a KL term pulls the policy back toward the reference (the SFT model), which is less sharp; 'noise' is the right answer when the seeds disagree")
 def _kl_entropy(answer, runs):
-    truth, evidence = _noise_verdict(runs["kl_off"], runs["kl_0.4"], "eval_entropy", "kl_off", "kl_0.4")
-    return _choice(answer, truth, ["kl_off", "kl_0.4", "noise"], evidence)
+    return _which_higher(answer, runs, "kl_off", "kl_0.4", "eval_entropy")
 
 
 # --------------------------------------------------------------------------- #
@@ -352,8 +357,7 @@ def _diagnose(answer):
 
 @exercise("06.3", "does a KL term rescue the gamed reward?", "compare a_concise_kl with a_concise on eval_accuracy, paired by seed; 'noise' if the interval contains 0")
 def _kl_rescue(answer, runs):
-    truth, evidence = _noise_verdict(runs["a_concise"], runs["a_concise_kl"], "eval_accuracy", "a_concise", "a_concise_kl")
-    return _choice(answer, truth, ["a_concise", "a_concise_kl", "noise"], evidence)
+    return _which_higher(answer, runs, "a_concise", "a_concise_kl", "eval_accuracy")
 
 
 # --------------------------------------------------------------------------- #
@@ -371,5 +375,4 @@ def _auc(fn):
 
 @exercise("07.2", "which fix kept accuracy higher", "both fixes beat 'rm only'; compare them with each other, paired by seed")
 def _rm_fix(answer, runs):
-    truth, evidence = _noise_verdict(runs["rm + KL"], runs["rm + rule"], "eval_accuracy", "rm + KL", "rm + rule")
-    return _choice(answer, truth, ["rm + KL", "rm + rule", "noise"], evidence)
+    return _which_higher(answer, runs, "rm + KL", "rm + rule", "eval_accuracy")
