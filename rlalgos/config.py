@@ -103,6 +103,8 @@ class TrainConfig:
     """Write a checkpoint every this many steps and at the end, so a killed run can be resumed (0 = only at the end)."""
     log_kl: bool = True
     """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
+    kl_sample_rows: int = 0
+    """When the KL is only logged (the algorithm's KL coefficient is 0): measure it on this many answers per step, evenly spread over the groups, instead of all of them; the reference pass then costs that share of a full one. ``kl`` becomes an estimate and ``kl_stderr`` its standard error. 0 = every answer (exact). A KL in the loss or the reward is always exact."""
     seed: int = 0
     """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
     device: str = "auto"
@@ -123,7 +125,7 @@ class TrainConfig:
         algorithm_config(self.algo)
         for name in ("steps", "prompts_per_step", "group_size", "eval_samples"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens"):
+        for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens", "kl_sample_rows"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         _check(self.logits_chunk >= -1, f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}")
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")

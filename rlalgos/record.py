@@ -75,6 +75,7 @@ class Rollout:
     temperature: float = 1.0  # the temperature the completions were sampled at (log-probs use the same)
     correct_key: str = "correct"
     old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
+    ref_rows: torch.Tensor | None = None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
     pad_token_id: int = 0
     seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
 
@@ -161,6 +162,7 @@ class Rollout:
             old_logprobs=cat("old_logprobs", False, 0.0),
             old_entropy=cat("old_entropy", False, 0.0),
             ref_logprobs=cat("ref_logprobs", False, 0.0),
+            ref_rows=None if all(p.ref_rows is None for p in parts) else torch.cat([p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
             group_size=parts[0].group_size,

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import torch
 
+from . import core
 from .forward import batched_logprobs
 from .record import Rollout, completion_mask_from_ids, decode_completions
 from .sampler import SamplingConfig, generate, stop_token_ids
@@ -30,6 +31,7 @@ def rollout(
     old_logprobs: bool = True,
     correct_key: str = "correct",
     greedy: bool = False,
+    ref_sample: int = 0,
 ) -> Rollout:
     """Sample ``group_size`` completions for every row and score them.
 
@@ -37,6 +39,9 @@ def rollout(
     old_logprobs: record the sampling policy's log-probs (algorithms that update
         more than once per rollout need them; one forward pass without grad).
     ref_model: if given, also record its log-probs (for KL).
+    ref_sample: > 0: the reference's log-probs only on that many rows, evenly spread
+        over the groups (``ro.ref_rows`` says which; the others hold 0): enough for a
+        logged KL estimate, never for a KL the algorithm trains on. 0: every row.
     """
     sampling = sampling or SamplingConfig()
     t0 = time.perf_counter()
@@ -71,7 +76,12 @@ def rollout(
     ).trimmed()  # drop the columns after every answer ended
     if old_logprobs:
         ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=sampling.logits_chunk)
-    if ref_model is not None:
+    if ref_model is not None and 0 < ref_sample < len(ro):  # a logged KL estimate: the reference pass on a few rows
+        idx = core.subsample_rows(len(ro), ref_sample).to(device)  # (m,)
+        ro.ref_logprobs = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
+        ro.ref_logprobs[idx] = batched_logprobs(ref_model, ro.select(idx), sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
+        ro.ref_rows = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)
+    elif ref_model is not None:
         ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
     ro.seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
     return ro

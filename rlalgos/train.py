@@ -217,7 +217,8 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
         share = distributed.my_share(prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
-        return rollout(policy, tokenizer, share, cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key)
+        return rollout(policy, tokenizer, share, cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key,
+                       ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows)  # a KL that is only logged may be measured on a subsample
 
     eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)

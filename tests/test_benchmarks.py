@@ -103,3 +103,10 @@ def test_sweep_speedup_times_both_ways(tmp_path):
     assert row["runs"] == 2 and row["jobs"] == 2 and row["sequential_seconds"] > 0 and row["parallel_seconds"] > 0
     assert row["speedup"] == pytest.approx(row["sequential_seconds"] / row["parallel_seconds"], rel=0.05)
     assert all((tmp_path / "sweep" / way / f"grpo_s{s}" / "metrics.jsonl").exists() for way in ("sequential", "parallel") for s in (0, 1))
+
+
+def test_kl_subsample_benchmark_compares_the_same_runs():
+    (*seeds, row) = run("kl_subsample.py", "--seeds", "0", "--steps", "3", "--prompts", "4", "--group-size", "4", "--rows", "4")
+    assert row["measure"] == "kl_subsample" and row["rows_per_step"] == 16 and row["kl_sample_rows"] == 4 and row["steps_compared"] == 2
+    assert row["step_seconds_exact"] > 0 and row["logprobs_seconds_sampled"] > 0 and 0 <= row["coverage_1.96se"] <= 1
+    assert seeds[0]["seed"] == 0 and seeds[0]["stderr_last"] >= 0

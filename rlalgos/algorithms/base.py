@@ -158,6 +158,11 @@ class Algorithm:
         first_pass = distributed.reduce_sums(first_pass)  # token sums over processes
         metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
         metrics.update({k: v / max(first_pass.get("_tokens", 1.0), 1.0) for k, v in first_pass.items() if not k.startswith("_")})
+        if "kl" in first_pass:  # per token of the answers it was measured on
+            metrics["kl"] = first_pass["kl"] / max(first_pass["_kl_tokens"], 1.0)
+        if "_kl_rows" in first_pass:  # measured on a subsample of the answers: an estimate, with its standard error
+            p = first_pass
+            metrics["kl"], metrics["kl_stderr"] = core.ratio_estimate(p["kl"], p["_kl_tokens"], p["_kl_yy"], p["_kl_yn"], p["_kl_nn"], int(p["_kl_rows"]), int(p["_rows"]))
         metrics.update(adv.metrics)
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         self.step_count += 1
@@ -167,13 +172,22 @@ class Algorithm:
 
     @torch.no_grad()
     def _record_sampling_stats(self, mb: Rollout, logp: torch.Tensor, entropy: torch.Tensor, acc: dict) -> None:
-        """Token-weighted sums of the sampling policy's entropy and k3 KL to the reference."""
+        """Token-weighted sums of the sampling policy's entropy and k3 KL to the reference
+        (the KL over the rows that have reference log-probs: all, or a subsample)."""
         mask = mb.completion_mask
-        acc["_tokens"] = acc.get("_tokens", 0.0) + mask.sum().item()
-        acc["entropy"] = acc.get("entropy", 0.0) + core.masked_sum(entropy.detach(), mask).item()
-        if mb.ref_logprobs is not None:
-            kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")
-            acc["kl"] = acc.get("kl", 0.0) + core.masked_sum(kl, mask).item()
+        add = lambda k, v: acc.__setitem__(k, acc.get(k, 0.0) + float(v))  # noqa: E731
+        add("_tokens", mask.sum().item())
+        add("entropy", core.masked_sum(entropy.detach(), mask).item())
+        if mb.ref_logprobs is None:
+            return
+        kl_mask = mask if mb.ref_rows is None else mask * mb.ref_rows.unsqueeze(1)  # (n, T)
+        kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")
+        add("_kl_tokens", kl_mask.sum().item())
+        add("kl", core.masked_sum(kl, kl_mask).item())
+        if mb.ref_rows is not None:  # sums over the measured answers for the estimate's standard error (core.ratio_estimate)
+            y, n = core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows], kl_mask.sum(-1)[mb.ref_rows]  # (m,) per answer
+            for k, v in (("_kl_rows", len(y)), ("_rows", len(mb)), ("_kl_yy", (y * y).sum()), ("_kl_yn", (y * n).sum()), ("_kl_nn", (n * n).sum())):
+                add(k, v)
 
     # ---- checkpointing ------------------------------------------------------ #
 
