@@ -2,18 +2,25 @@
 
 Two 1-thread runs side by side on 2 cores give ~1.2x the throughput of running
 them one after another with 2 threads, while two busy 2-thread processes slow
-each other ~10x: so each worker is pinned to ``cores // jobs`` threads. A run
-in a worker gives exactly the numbers the same run gives alone with the same
-thread count (tested). A run that fails is reported and the others go on.
+each other ~10x: so each lane is pinned to ``cores // jobs`` threads. The
+calling process is one of the lanes, so the first runs start at once instead
+of after the workers' imports, and every lane takes the next run as soon as it
+is free. A run gives exactly the numbers the same run gives alone with the same
+thread count, in whichever lane it ran (tested). A run that fails is reported
+and the others go on.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import threading
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import get_context
+
+import torch
 
 from .config import AlgoConfig, TrainConfig, algorithm_config
 
@@ -22,10 +29,35 @@ def threads_per_job(jobs: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(jobs, 1))
 
 
+def uses_cuda(cfg: TrainConfig) -> bool:
+    return cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
+
+
+def auto_jobs(runs: list[tuple[TrainConfig, AlgoConfig]]) -> int:
+    """The fastest way measured: on CPU one lane per core, 1 thread each (2 cores:
+    1.3x the throughput of one run after another at 2 threads, ``make bench-sweep``),
+    at most one lane per run; on a GPU one lane (runs side by side would share it).
+    Each lane holds its own copy of the model: for a big model on CPU pass 1."""
+    if any(uses_cuda(cfg) for cfg, _ in runs):
+        return 1
+    return max(1, min(len(runs), os.cpu_count() or 1))
+
+
+# seconds per step relative to grpo's at the same batch (README, notebook 05's
+# side-by-side table); used only to start the longest runs first
+RELATIVE_STEP_COST = {"ppo": 3.75, "dapo": 1.36}
+
+
+def longest_first(runs: list[tuple[TrainConfig, AlgoConfig]]) -> list[int]:
+    """Run indices, the most expensive first (steps x answers per step x the
+    algorithm's relative step cost; ties keep their order), so that the runs left
+    when the queue empties are short ones and the lanes finish together."""
+    cost = [c.steps * c.prompts_per_step * c.group_size * RELATIVE_STEP_COST.get(c.algo, 1.0) for c, _ in runs]
+    return sorted(range(len(runs)), key=lambda i: -cost[i])
+
+
 def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
     """Worker: one run with ``threads`` threads; returns its run folder."""
-    import torch
-
     torch.set_num_threads(threads)
     from .train import train
 
@@ -38,36 +70,71 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
     """Train every ``(TrainConfig, algo config)`` and return, in the same order, each
     run's metrics DataFrame, or the exception that stopped it.
 
-    ``jobs`` > 1: that many worker processes (spawned, so no thread pool is forked),
-    each pinned to ``threads_per_job(jobs)`` threads, one combined progress bar
-    over runs. ``jobs`` = 1: one after another in this process, with its threads.
+    ``jobs`` = 0: :func:`auto_jobs`. ``jobs`` = 1: one after another in this process, with its threads.
+    ``jobs`` > 1: ``jobs`` lanes, each pinned to ``threads_per_job(jobs)`` threads,
+    take the next run from one shared queue as soon as they are free: this process
+    is one lane (it starts at once), ``jobs - 1`` spawned worker processes are the
+    others (spawned, so no thread pool is forked; they start while this process
+    already trains). One combined progress bar over runs.
     """
     from tqdm.auto import tqdm
 
     from .train import load_metrics, train
 
+    jobs = auto_jobs(runs) if jobs == 0 else jobs
     out: list = [None] * len(runs)
     bar = tqdm(total=len(runs), desc=f"runs ({jobs} at a time)", disable=not progress, dynamic_ncols=True)
-    if jobs <= 1:
-        for i, (cfg, algo_cfg) in enumerate(runs):
+    lock = threading.Lock()
+    queue = deque(range(len(runs)) if jobs <= 1 else longest_first(runs))  # results come back in the given order either way
+
+    def next_run() -> int | None:
+        with lock:
+            return queue.popleft() if queue else None
+
+    def finish(i: int, result) -> None:
+        out[i] = result
+        if isinstance(result, Exception):  # one failed run does not stop the others
+            print(f"rlalgos: run {runs[i][0].out_dir} failed: {type(result).__name__}: {result}", file=sys.stderr)
+        bar.update()
+
+    def this_process_lane(**overrides) -> None:
+        while (i := next_run()) is not None:
+            cfg, algo_cfg = runs[i]
             try:
-                out[i] = train(cfg, algo_cfg)
-            except (ValueError, FileNotFoundError, FileExistsError, FloatingPointError, RuntimeError) as e:
-                out[i] = e
-                print(f"rlalgos: run {cfg.out_dir} failed: {e}", file=sys.stderr)
-            bar.update()
+                df = train(replace(cfg, **overrides), algo_cfg)
+                finish(i, load_metrics(df.attrs["run_dir"]) if overrides else df)  # beside workers: what every lane returns, the run folder's rows
+            except Exception as e:
+                finish(i, e)
+
+    if jobs <= 1:
+        this_process_lane()
         bar.close()
         return out
     threads = threads_per_job(jobs)
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(_run_one, asdict(replace(cfg, progress=False)), asdict(algo_cfg), threads): i for i, (cfg, algo_cfg) in enumerate(runs)}
-        for f in as_completed(futures):
-            i = futures[f]
+
+    def worker_lane(pool) -> None:
+        while (i := next_run()) is not None:
+            cfg, algo_cfg = runs[i]
             try:
-                out[i] = load_metrics(f.result())
-            except Exception as e:  # one failed run does not stop the others
-                out[i] = e
-                print(f"rlalgos: run {runs[i][0].out_dir} failed: {type(e).__name__}: {e}", file=sys.stderr)
-            bar.update()
+                finish(i, load_metrics(pool.submit(_run_one, asdict(replace(cfg, progress=False)), asdict(algo_cfg), threads).result()))
+            except Exception as e:
+                finish(i, e)
+
+    saved_threads = torch.get_num_threads()
+    with ProcessPoolExecutor(jobs - 1, mp_context=get_context("spawn")) as pool:
+        lanes = [threading.Thread(target=worker_lane, args=(pool,), daemon=True) for _ in range(jobs - 1)]
+        for lane in lanes:
+            lane.start()
+        torch.set_num_threads(threads)  # this process trains like a worker meanwhile
+        try:
+            this_process_lane(progress=False)
+        except BaseException:  # interrupted: the other lanes finish the run they are in and take no more
+            with lock:
+                queue.clear()
+            raise
+        finally:
+            torch.set_num_threads(saved_threads)
+            for lane in lanes:
+                lane.join()
     bar.close()
     return out

@@ -98,9 +98,9 @@ def test_regimes_pairs_arms_by_seed_and_reuses_finished_runs(tmp_path):
 
 
 def test_sweep_speedup_times_both_ways(tmp_path):
-    (row,) = run("sweep_speedup.py", "--algos", "grpo", "--seeds", "2", "--steps", "1", "--prompts", "2", "--group-size", "2", "--eval-prompts", "4",
+    (row,) = run("sweep_speedup.py", "--algos", "grpo", "--seeds", "2", "--steps", "1", "--prompts", "2", "--group-size", "2", "--eval-prompts", "4", "--repeats", "2",
                  "--out-dir", str(tmp_path / "sweep"), tmp_path=tmp_path)
-    assert row["runs"] == 2 and row["jobs"] == 2 and row["sequential_seconds"] > 0 and row["parallel_seconds"] > 0
+    assert row["runs"] == 2 and row["jobs"] == 2 and row["sequential_seconds"] > 0 and row["parallel_seconds"] > 0 and len(row["speedups"]) == row["repeats"] == 2
     assert row["speedup"] == pytest.approx(row["sequential_seconds"] / row["parallel_seconds"], rel=0.05)
     assert all((tmp_path / "sweep" / way / f"grpo_s{s}" / "metrics.jsonl").exists() for way in ("sequential", "parallel") for s in (0, 1))
 

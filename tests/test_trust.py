@@ -245,13 +245,37 @@ def test_compare_jobs_2_gives_the_numbers_of_runs_one_at_a_time(tmp_path, tiny_d
     runs write one after another with 1 thread."""
     args = ["compare", "--algos", "grpo,reinforce", "--seeds", "1", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
             "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress"]
-    assert rlalgos(*args, "--out-dir", tmp_path / "seq").returncode == 0  # OMP_NUM_THREADS=1 in ENV
+    assert rlalgos(*args, "--jobs", "1", "--out-dir", tmp_path / "seq").returncode == 0  # OMP_NUM_THREADS=1 in ENV
     par = rlalgos(*args, "--jobs", "2", "--out-dir", tmp_path / "par")
     assert par.returncode == 0, par.stderr[-2000:]
     for algo in ("grpo", "reinforce"):
         a, b = load_metrics(tmp_path / "seq" / algo / "seed0"), load_metrics(tmp_path / "par" / algo / "seed0")
         keys = [k for k in a.columns if not k.endswith(TIMING)]
         assert a[keys].equals(b[keys]), algo
+
+
+def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
+    """Longest runs start first; auto = one lane per core on CPU, one on a GPU; the
+    caller's thread count is back after a sweep in which it was a lane."""
+    import torch
+
+    from rlalgos import sweep
+    from rlalgos.config import make_config
+
+    base = TrainConfig(algo="grpo", model=str(tiny_dir), steps=2, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
+                       out_dir=str(tmp_path / "a"), progress=False)
+    runs = [(base, make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "ppo"}), make_config("ppo")),
+            (TrainConfig(**{**base.__dict__, "steps": 5}), make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "dapo"}), make_config("dapo"))]
+    assert sweep.longest_first(runs) == [1, 2, 3, 0]  # ppo x3.75 x2 steps, grpo x5 steps, dapo x1.36 x2, grpo x2
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 2)
+    assert sweep.auto_jobs(runs) == 2 and sweep.auto_jobs(runs[:1]) == 1
+    assert sweep.auto_jobs([(TrainConfig(**{**base.__dict__, "device": "cuda:0"}), make_config("grpo"))] + runs) == 1
+    monkeypatch.undo()
+    before = torch.get_num_threads()
+    runs = [(TrainConfig(**{**base.__dict__, "out_dir": str(tmp_path / f"r{i}"), "seed": i}), make_config("grpo")) for i in range(3)]
+    out = sweep.run_many(runs, jobs=2, progress=False)
+    assert torch.get_num_threads() == before
+    assert [df.attrs["run_dir"] for df in out] == [str(tmp_path / f"r{i}") for i in range(3)]  # in the given order
 
 
 def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):
