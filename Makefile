@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 TRANSFORMERS_LOWEST ?= 5.0.0
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-spread bench-memory clean
+.PHONY: install demo test test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
@@ -81,6 +81,10 @@ bench-sweep: install  ## the same 6 runs one after another (2 threads) and two a
 bench-kl: install  ## the logged KL on 32 of 128 answers per step vs exact: seconds saved, estimate error, coverage of the stated standard error (dapo, 3 seeds x 40 steps, ~4 min)
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/kl_subsample.py | tee runs/bench/kl_subsample.jsonl
+
+bench-profile: install  ## where a GRPO step's time goes at the TRL side-by-side settings: matmul, attention, element-wise, data movement, sampling, Python (~1 min)
+	@mkdir -p runs/bench
+	$(BIN)/python benchmarks/step_profile.py | tee runs/bench/step_profile.jsonl
 
 bench-regimes: install  ## improved vs vanilla GRPO in a regime made for each failure mode, paired over seeds (~35 min from scratch; finished runs are reused)
 	@mkdir -p runs/bench

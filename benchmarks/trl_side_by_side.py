@@ -5,7 +5,8 @@ reward (``correctness_reward``) and the same settings: G=8, 16 prompts per step,
 48 new tokens, temperature 1, no KL (so no reference model), DAPO's token-level
 loss, one update per rollout, AdamW lr 1e-4, fp32 on CPU; TRL's GRPOConfig is
 the one ``rlalgos export --to trl`` writes for that run (``rlalgos.export``'s
-mapping table), plus the same prompt order. They run alternately
+mapping table), plus the same prompt order and gradient checkpointing off (TRL
+1.16 turns it on by default; rlalgos does not recompute the forward). They run alternately
 in this one process (``--rounds`` rounds of ``--steps`` steps each), so both see
 the same machine load; the first step of every round is a warm-up and is not
 counted. Prints one JSON line per round and system, then a summary line with the
@@ -72,7 +73,9 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
     data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for _ in range(steps) for r in draw(args.prompts)])
     script, settings, _ = trl_settings(*job(args, steps, seed, out_dir))
     # the same prompts in the same order as rlalgos (drawn above), so no shuffling
-    cfg = GRPOConfig(**{**settings, "output_dir": out_dir, "shuffle_dataset": False, "dataloader_num_workers": 0})
+    # gradient checkpointing explicitly off: TRL 1.16's GRPOConfig turns it on by default (it recomputes the
+    # forward in the backward, which rlalgos never does), so leaving it on would time TRL doing more work
+    cfg = GRPOConfig(**{**settings, "output_dir": out_dir, "shuffle_dataset": False, "dataloader_num_workers": 0, "gradient_checkpointing": False})
     times: list[float] = []
 
     class StepTimer(TrainerCallback):
@@ -121,7 +124,8 @@ def main() -> None:
     args = p.parse_args()
     import trl
 
-    info = {**machine_info(), "trl": trl.__version__, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens}
+    info = {**machine_info(), "trl": trl.__version__, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens,
+            "trl_gradient_checkpointing": False}
     per = {"trl": [], "rlalgos": []}
     gen = {"trl": [], "rlalgos": []}
     share = {"trl": [], "rlalgos": []}

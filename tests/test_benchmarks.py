@@ -110,3 +110,11 @@ def test_kl_subsample_benchmark_compares_the_same_runs():
     assert row["measure"] == "kl_subsample" and row["rows_per_step"] == 16 and row["kl_sample_rows"] == 4 and row["steps_compared"] == 2
     assert row["step_seconds_exact"] > 0 and row["logprobs_seconds_sampled"] > 0 and 0 <= row["coverage_1.96se"] <= 1
     assert seeds[0]["seed"] == 0 and seeds[0]["stderr_last"] >= 0
+
+
+def test_step_profile_accounts_for_each_phase():
+    rows = run("step_profile.py", "--steps", "1", "--prompts", "2", "--group-size", "2", "--max-new-tokens", "8")
+    assert [r["phase"] for r in rows] == ["generate", "update"]
+    for r in rows:
+        shares = {k: v for k, v in r.items() if k.startswith("share_")}
+        assert r["seconds"] > 0 and shares["share_matmul"] > 0 and sum(shares.values()) == pytest.approx(1.0, abs=0.02), r
