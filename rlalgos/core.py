@@ -264,6 +264,8 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
       same (DAPO); long answers carry more weight than short ones.
     * ``seq-mean-token-mean``: mean over answers of ``sum_t(l*m) / n_i``: every
       answer weighs the same (GRPO); a token of a long answer counts less.
+      ``n_i`` counts answer i's tokens, so a per-answer weight ``w_i`` in the mask
+      makes its term ``w_i`` x its mean loss.
     * ``seq-mean-token-sum-norm``: ``sum(l*m) / (B * L_max)`` (Dr. GRPO): a
       constant normaliser, so no length bias either way. ``L_max`` defaults to T.
 
@@ -273,7 +275,9 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
     if mode == "token-mean":
         return masked_sum(loss_mat, mask) / mask.sum().clamp(min=1.0)
     if mode == "seq-mean-token-mean":
-        per_seq = masked_sum(loss_mat, mask, dim=-1) / mask.sum(-1).clamp(min=1.0)  # (B,)
+        # n_i counts the answer's tokens (mask > 0), so a per-answer weight in the mask
+        # (dapo's downweight, the overlong filter) scales that answer's mean instead of cancelling out
+        per_seq = masked_sum(loss_mat, mask, dim=-1) / (mask > 0).sum(-1).to(mask.dtype).clamp(min=1.0)  # (B,)
         return per_seq.mean()
     if mode == "seq-mean-token-sum-norm":
         L = loss_mat.shape[-1] if max_len is None else max_len

@@ -455,6 +455,21 @@ def test_aggregate_loss_modes_agree_on_full_equal_lengths():
         assert core.aggregate_loss(lm, m, mode).item() == pytest.approx(3.5)
 
 
+def test_aggregate_loss_per_answer_weights_scale_their_answers():
+    """A weight w_i on every token of answer i (dapo's downweight) makes its share w_i
+    times what it was, in every mode (in seq-mean-token-mean it used to cancel out)."""
+    lm = _t(LOSS)
+    w = _t([[0.1, 0.1, 0.1], [1.0, 0.0, 0.0]])  # answer 0 down-weighted to 0.1
+    # ((1+2+3) * 0.1 / 3 + 4 / 1) / 2 = (0.2 + 4) / 2
+    assert core.aggregate_loss(lm, w, "seq-mean-token-mean").item() == pytest.approx(2.1)
+    # token-mean: a weighted mean over tokens: (0.6 + 4) / (0.3 + 1)
+    assert core.aggregate_loss(lm, w, "token-mean").item() == pytest.approx(4.6 / 1.3)
+    assert core.aggregate_loss(lm, w, "seq-mean-token-sum-norm").item() == pytest.approx(4.6 / 6)
+    # weight 0 = the answer only counts as one answer of B (as an empty answer does)
+    z = _t([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    assert core.aggregate_loss(lm, z, "seq-mean-token-mean").item() == pytest.approx(2.0)
+
+
 def test_aggregate_loss_empty_rows():
     lm = _t(LOSS)
     m = _t([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
