@@ -187,8 +187,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
                               score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens)
-    algo.score_batch_size, algo.logits_chunk = cfg.score_batch_size, cfg.logits_chunk
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk)
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off

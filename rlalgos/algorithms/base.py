@@ -50,12 +50,13 @@ class Algorithm:
     """Base class: owns the policy's optimizer and runs the update loop."""
 
     name = "base"
-    score_batch_size = 512  # sequences per no-grad scoring pass (the training loop sets TrainConfig.score_batch_size)
-    logits_chunk = -1  # tokens per LM-head chunk in its forward passes (-1 auto, 0 all at once); train() sets TrainConfig.logits_chunk
 
-    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0):
+    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1):
         self.policy, self.cfg = policy, cfg
         self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
+        # how its own forward passes run (TrainConfig's fields of the same names): sequences per no-grad
+        # scoring pass, and tokens per LM-head chunk (-1 auto, 0 all at once; rlalgos.forward)
+        self.score_batch_size, self.logits_chunk = score_batch_size, logits_chunk
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far

@@ -39,8 +39,8 @@ class DAPO(GRPO):
     name = "dapo"
     Config = DAPOConfig
 
-    def __init__(self, policy, cfg: DAPOConfig, max_new_tokens: int = 0):
-        super().__init__(policy, cfg, max_new_tokens)
+    def __init__(self, policy, cfg: DAPOConfig, max_new_tokens: int = 0, **forward_kw):
+        super().__init__(policy, cfg, max_new_tokens, **forward_kw)
         self.stages = parse_stages(cfg.kl_stages)
         self.entropy_firing = False  # the monitor fired at the last step: the bonus is on for this one
         self.temperature: float | None = None  # None: the run's temperature, until the monitor raises it

@@ -61,8 +61,8 @@ class PPO(Reinforce):
     name = "ppo"
     Config = PPOConfig
 
-    def __init__(self, policy, cfg: PPOConfig, max_new_tokens: int = 0):
-        super().__init__(policy, cfg, max_new_tokens)
+    def __init__(self, policy, cfg: PPOConfig, max_new_tokens: int = 0, **forward_kw):
+        super().__init__(policy, cfg, max_new_tokens, **forward_kw)
         self.critic = self.make_critic(policy)
 
     def make_critic(self, policy) -> ValueModel | None:
