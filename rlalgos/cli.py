@@ -87,6 +87,8 @@ class EvalArgs:
     """Samples per prompt for pass@1 and pass@k."""
     temperature: float = 1.0
     """Sampling temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling for the sampled answers, as in ``rlalgos train --top-p`` (1.0 = off)."""
     show: int = 5
     """Print this many sample completions."""
     seed: int = 0
@@ -94,7 +96,7 @@ class EvalArgs:
     device: str = "auto"
     """auto, cpu or cuda."""
     dtype: str = "auto"
-    """Precision, as in ``rlalgos train --dtype``: auto (bfloat16 on CUDA, float32 on CPU), float32, bfloat16 (float32 weights, bf16 autocast), bfloat16-weights or float16-weights."""
+    """Precision, as in ``rlalgos train --dtype``: auto (on CUDA float32 weights with bf16 autocast, on CPU float32), float32, bfloat16 (float32 weights, bf16 autocast), bfloat16-weights or float16-weights."""
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (for instruct models)."""
 
@@ -275,6 +277,8 @@ def cmd_compare(args: CompareArgs) -> None:
 def cmd_eval(args: EvalArgs) -> None:
     if args.samples < 1 or args.prompts < 0:
         raise ValueError("--samples must be >= 1 and --prompts >= 0")
+    if not (args.temperature > 0 and 0 < args.top_p <= 1):
+        raise ValueError(f"--temperature must be > 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
     from .model import load_policy
     from .tasks import get_task
     from .train import evaluate
@@ -282,7 +286,8 @@ def cmd_eval(args: EvalArgs) -> None:
     task = get_task(args.task)
     policy, tok = load_policy(args.model or None, args.device, args.dtype)
     rows = task.test[: args.prompts] if args.prompts else task.test
-    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, seed=args.seed, n_show=args.show, chat_template=args.chat_template)
+    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, top_p=args.top_p, seed=args.seed, n_show=args.show,
+                  chat_template=args.chat_template)
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
     print(json.dumps(ev, indent=2))

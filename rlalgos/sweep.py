@@ -1,8 +1,9 @@
 """Several runs side by side: algorithms x seeds x settings in worker processes.
 
-Two 1-thread runs side by side on 2 cores give ~1.2x the throughput of running
-them one after another with 2 threads, while two busy 2-thread processes slow
-each other ~10x: so each lane is pinned to ``cores // jobs`` threads. The
+Two 1-thread runs side by side on 2 cores give 1.2-1.5x the throughput of
+running them one after another with 2 threads (``make bench-sweep``), while two
+busy 2-thread processes slow each other ~10x: so each lane is pinned to
+``cores // jobs`` threads. The
 calling process is one of the lanes, so the first runs start at once instead
 of after the workers' imports, and every lane takes the next run as soon as it
 is free. A run gives exactly the numbers the same run gives alone with the same
@@ -45,7 +46,7 @@ def auto_jobs(runs: list[tuple[TrainConfig, AlgoConfig]]) -> int:
 
 # seconds per step relative to grpo's at the same batch (README, notebook 05's
 # side-by-side table); used only to start the longest runs first
-RELATIVE_STEP_COST = {"ppo": 3.75, "dapo": 1.36}
+RELATIVE_STEP_COST = {"ppo": 3.99, "dapo": 1.31}
 
 
 def longest_first(runs: list[tuple[TrainConfig, AlgoConfig]]) -> list[int]:

@@ -239,3 +239,14 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     df = resume(run, steps=3)
     assert df["step"].max() == 3 and load_run_config(run)[0] == replace(cfg, steps=3)
     assert seen == expected
+
+
+def test_eval_cli_passes_top_p_to_the_sampled_eval(tiny_dir, monkeypatch, capsys):
+    import rlalgos.train as train_mod
+    from rlalgos import cli
+
+    seen = {}
+    real = train_mod.evaluate
+    monkeypatch.setattr(train_mod, "evaluate", lambda *a, **k: seen.update(k) or real(*a, **k))
+    assert cli.main(["eval", "--model", str(tiny_dir), "--top-p", "0.9", "--prompts", "2", "--samples", "2", "--show", "0", "--device", "cpu"]) == 0
+    assert seen["top_p"] == 0.9 and '"eval_accuracy"' in capsys.readouterr().out

@@ -139,6 +139,9 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
         (["compare", "--algos", "reinforce:clip_high=0.3"], "bad option 'clip_high=0.3'"),
         (["resume", str(tmp_path / "none")], "not found"),
         (["eval", "--model", str(tmp_path / "missing")], "cannot load a model"),
+        (["eval", "--top-p", "0"], "--top-p in (0, 1]"),
+        (["compare", "--jobs", "-1"], "--jobs >= 0 (0 = auto)"),
+        (["train", "dapo", "--kl-sample-rows", "-2"], "kl_sample_rows must be >= 0"),
         (["plot", str(tmp_path)], "holds no metrics.jsonl"),
         (["compare", "--algos", "reinforce,nope"], "unknown algorithm 'nope'"),
     ]

@@ -266,7 +266,7 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
                        out_dir=str(tmp_path / "a"), progress=False)
     runs = [(base, make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "ppo"}), make_config("ppo")),
             (TrainConfig(**{**base.__dict__, "steps": 5}), make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "dapo"}), make_config("dapo"))]
-    assert sweep.longest_first(runs) == [1, 2, 3, 0]  # ppo x3.75 x2 steps, grpo x5 steps, dapo x1.36 x2, grpo x2
+    assert sweep.longest_first(runs) == [1, 2, 3, 0]  # ppo x3.99 x2 steps, grpo x5 steps, dapo x1.31 x2, grpo x2
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 2)
     assert sweep.auto_jobs(runs) == 2 and sweep.auto_jobs(runs[:1]) == 1
     assert sweep.auto_jobs([(TrainConfig(**{**base.__dict__, "device": "cuda:0"}), make_config("grpo"))] + runs) == 1
