@@ -104,7 +104,7 @@ class TrainConfig:
     log_kl: bool = True
     """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
     kl_sample_rows: int = 0
-    """When the KL is only logged (the algorithm's KL coefficient is 0): measure it on this many answers per step, evenly spread over the groups, instead of all of them; the reference pass then costs that share of a full one. ``kl`` becomes an estimate and ``kl_stderr`` its standard error. 0 = every answer (exact). A KL in the loss or the reward is always exact."""
+    """When the KL is only logged (the algorithm's KL coefficient is 0): measure it on this many answers per step (per process under torchrun), evenly spread over the groups, instead of all of them; the reference pass then costs that share of a full one. ``kl`` becomes an estimate and ``kl_stderr`` its standard error. 0 = every answer (exact). A KL in the loss or the reward is always exact."""
     seed: int = 0
     """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
     device: str = "auto"
