@@ -36,7 +36,7 @@ def uses_cuda(cfg: TrainConfig) -> bool:
 
 def auto_jobs(runs: list[tuple[TrainConfig, AlgoConfig]]) -> int:
     """The fastest way measured: on CPU one lane per core, 1 thread each (2 cores:
-    1.3x the throughput of one run after another at 2 threads, ``make bench-sweep``),
+    1.47x the throughput of one run after another at 2 threads, ``make bench-sweep``),
     at most one lane per run; on a GPU one lane (runs side by side would share it).
     Each lane holds its own copy of the model: for a big model on CPU pass 1."""
     if any(uses_cuda(cfg) for cfg, _ in runs):
