@@ -69,7 +69,7 @@ class CompareArgs:
     seeds: int = 1
     """Seeds per algorithm, counting up from --seed."""
     jobs: int = 0
-    """Runs trained side by side, each lane pinned to cores // jobs threads (this process is one lane, worker processes the others); 0 = auto: one lane per core on CPU (2 on 2 cores: 1.3x the throughput of one after another at 2 threads), 1 on a GPU; 1 = one after another. A run's numbers depend on its thread count, not on its lane."""
+    """Runs trained side by side, each lane pinned to cores // jobs threads (this process is one lane, worker processes the others); 0 = auto: one lane per core on CPU (2 on 2 cores: 1.47x the throughput of one after another at 2 threads, make bench-sweep), 1 on a GPU; 1 = one after another. A run's numbers depend on its thread count, not on its lane."""
     run: Annotated[RunOptions, Flat] = field(default_factory=lambda: RunOptions(out_dir="runs/compare"))
 
 
