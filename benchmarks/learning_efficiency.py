@@ -38,7 +38,7 @@ import pandas as pd
 
 from _common import machine_info
 from rlalgos.config import make_config, parse_algo_spec
-from rlalgos.plots import plot_runs
+from rlalgos.workbook.plots import plot_runs
 from rlalgos.train import TrainConfig, load_metrics, train
 
 

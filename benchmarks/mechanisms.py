@@ -1,5 +1,5 @@
 """Mechanisms of the improved-GRPO tricks, measured directly on the shipped model
-(see ``rlalgos/mechanisms.py``), over several seeds. Prints JSON lines:
+(see ``rlalgos/workbook/mechanisms.py``), over several seeds. Prints JSON lines:
 
 * ``aggregation``: per loss aggregation mode, how hard the policy-gradient loss
   pushes down a planted long wrong answer (its working repeated) against the
@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from _common import machine_info
-from rlalgos.mechanisms import aggregation_push, plant_long_wrong, signal_census, summarize_push, truncation_census
+from rlalgos.workbook.mechanisms import aggregation_push, plant_long_wrong, signal_census, summarize_push, truncation_census
 from rlalgos.model import load_policy
 from rlalgos.tasks import addition_task, make_addition_split
 

@@ -74,7 +74,7 @@ def qwen2_shaped(args):
 
 def run_pass(model, kind: str, rows: int, length: int, prompt_len: int, chunk: int):
     """One ``score`` or ``update`` pass on ``rows`` random answers of ``length`` tokens."""
-    from rlalgos.forward import forward_logprobs
+    from rlalgos.engine.forward import forward_logprobs
 
     dev = next(model.parameters()).device
     V = model.config.vocab_size

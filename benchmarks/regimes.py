@@ -13,7 +13,7 @@ gives every arm the same prompts and first rollout, so arms are paired by seed):
 
 For every arm against the regime's vanilla arm, one JSON line per metric with the
 mean paired difference at the end of the runs and its 95% t-interval
-(``rlalgos.stats``), and one line per arm with the steps / generated answers it
+(``rlalgos.workbook.stats``), and one line per arm with the steps / generated answers it
 took to reach halfway from the base model to vanilla's final accuracy (on the
 seed-averaged curve, interpolated between evaluations). One figure per regime
 goes to ``--fig-dir`` (the README's scorecard links them).
@@ -21,7 +21,7 @@ goes to ``--fig-dir`` (the README's scorecard links them).
 Runs go to ``--out-dir/<regime>/<spec>_s<seed>`` (the naming of
 ``learning_efficiency.py``) and finished runs are read back, not trained again,
 so more seeds can be added later. ``--jobs 2`` runs two at a time, each pinned to
-one thread (``rlalgos.sweep.run_many``).
+one thread (``rlalgos.tools.sweep.run_many``).
 
 Example::
 
@@ -40,9 +40,9 @@ import numpy as np
 from _common import machine_info
 from learning_efficiency import curve, first_crossing, mean_curve
 from rlalgos.config import load_run_config, make_config, parse_algo_spec
-from rlalgos.plots import plot_runs
-from rlalgos.stats import effect_table
-from rlalgos.sweep import run_many
+from rlalgos.workbook.plots import plot_runs
+from rlalgos.workbook.stats import effect_table
+from rlalgos.tools.sweep import run_many
 from rlalgos.train import TrainConfig, load_metrics
 
 GRPO_VALUES = "clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0.04"

@@ -30,9 +30,9 @@ import torch
 from _common import machine_info
 from rlalgos.algorithms import get_algorithm, make_config
 from rlalgos.model import char_tokenizer, count_parameters, frozen_copy, load_policy, tiny_model
-from rlalgos.forward import batched_logprobs
+from rlalgos.engine.forward import batched_logprobs
 from rlalgos.record import Rollout
-from rlalgos.sampler import sample_completions
+from rlalgos.engine.sampler import sample_completions
 from rlalgos.tasks import addition_task
 
 BASE = {"group_size": 8, "length": 64, "width": 128}

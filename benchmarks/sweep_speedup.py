@@ -1,5 +1,5 @@
 """Sweep speed-up: the same runs one after another with all threads, then
-``--jobs`` at a time with ``cores // jobs`` threads each (``rlalgos.sweep.run_many``:
+``--jobs`` at a time with ``cores // jobs`` threads each (``rlalgos.tools.sweep.run_many``:
 this process is one lane, the longest runs start first), ``--repeats`` times, alternating.
 
 Prints one JSON line: wall seconds of each way, the speed-up, and the runs. The
@@ -24,7 +24,7 @@ import torch
 
 from _common import machine_info
 from rlalgos.config import make_config
-from rlalgos.sweep import run_many, threads_per_job
+from rlalgos.tools.sweep import run_many, threads_per_job
 from rlalgos.train import TrainConfig
 
 

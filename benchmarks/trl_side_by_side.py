@@ -4,7 +4,7 @@ Both start from the shipped checkpoint, train on the same prompts with the same
 reward (``correctness_reward``) and the same settings: G=8, 16 prompts per step,
 48 new tokens, temperature 1, no KL (so no reference model), DAPO's token-level
 loss, one update per rollout, AdamW lr 1e-4, fp32 on CPU; TRL's GRPOConfig is
-the one ``rlalgos export --to trl`` writes for that run (``rlalgos.export``'s
+the one ``rlalgos export --to trl`` writes for that run (``rlalgos.tools.export``'s
 mapping table), plus the same prompt order and gradient checkpointing off (TRL
 1.16 turns it on by default; rlalgos does not recompute the forward). They run alternately
 in this one process (``--rounds`` rounds of ``--steps`` steps each), so both see
@@ -32,7 +32,7 @@ from _common import ModelTimer, machine_info
 from rlalgos import tasks
 from rlalgos.algorithms import make_config
 from rlalgos.config import BASE_MODEL_DIR
-from rlalgos.export import trl_settings
+from rlalgos.tools.export import trl_settings
 from rlalgos.model import load_policy
 from rlalgos.tasks import addition_task
 from rlalgos.train import PromptSampler, TrainConfig, evaluate, train

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .tasks import DATA_DIR
-from .trackers import parse_report_to
+from .engine.trackers import parse_report_to
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""

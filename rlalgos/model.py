@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from transformers.utils import logging as _hf_logging
 
 from .config import BASE_MODEL_DIR, DTYPES
-from .lora import ADAPTER_CONFIG, load_merged
+from .engine.lora import ADAPTER_CONFIG, load_merged
 
 _hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
@@ -142,7 +142,7 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     ``"auto"`` is float32 weights with bf16 autocast on CUDA and float32 on CPU (see
     :func:`resolve_precision`; the autocast is recorded with :func:`set_autocast`).
     A folder of LoRA adapters (a ``--lora-rank`` run's checkpoint) loads the base
-    model it names with the adapters merged in (:func:`rlalgos.lora.load_merged`).
+    model it names with the adapters merged in (:func:`rlalgos.engine.lora.load_merged`).
     Returns ``(model, tokenizer)``; the tokenizer pads on the left (for batched
     generation) and has a pad token (EOS if the model has none).
     """

@@ -14,9 +14,9 @@ from typing import Sequence
 import torch
 
 from . import core
-from .forward import batched_logprobs
+from .engine.forward import batched_logprobs
 from .record import Rollout, completion_mask_from_ids, decode_completions
-from .sampler import SamplingConfig, generate, stop_token_ids
+from .engine.sampler import SamplingConfig, generate, stop_token_ids
 from .tasks import RewardSet, reward_columns
 
 

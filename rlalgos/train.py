@@ -21,18 +21,19 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import core, distributed
+from . import core
+from .engine import distributed
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
-from .forward import batched_logprobs
-from .lora import AdaptersOff, add_lora, load_adapters
+from .engine.forward import batched_logprobs
+from .engine.lora import AdaptersOff, add_lora, load_adapters
 from .model import count_parameters, frozen_copy, load_policy, resolve_device
 from .record import Rollout
 from .rollout import rollout
-from .runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
-from .sampler import SamplingConfig, check_chat_template
+from .engine.runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
+from .engine.sampler import SamplingConfig, check_chat_template
 from .tasks import Task, get_task, reward_columns
-from .trackers import with_trackers
+from .engine.trackers import with_trackers
 
 __all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
 
@@ -150,7 +151,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
     (see :func:`resume`). ``df.attrs["run_dir"]`` is the run folder.
     Under ``torchrun`` each process samples ``prompts_per_step / WORLD_SIZE``
-    prompts and process 0 alone writes the run folder (:mod:`rlalgos.distributed`).
+    prompts and process 0 alone writes the run folder (:mod:`rlalgos.engine.distributed`).
     """
     # everything is loaded and checked before the run folder is touched
     cfg.validate()
@@ -166,7 +167,7 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     state = distributed.main_first(lambda: load_checkpoint_state(run_dir)) if resume else None
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
-        from .reward_model import ModelReward
+        from .workbook.reward_model import ModelReward
 
         extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
         task = task.with_rewards(cfg.rule_weight, extra)

@@ -230,7 +230,7 @@ def test_policy_gradient_comes_from_the_advantages(name, tiny):
     from rlalgos.algorithms.base import Advantages
     from rlalgos.model import frozen_copy
     from rlalgos.rollout import rollout
-    from rlalgos.sampler import SamplingConfig
+    from rlalgos.engine.sampler import SamplingConfig
     from rlalgos.tasks import addition_task
 
     policy, tok = tiny
@@ -244,7 +244,7 @@ def test_policy_gradient_comes_from_the_advantages(name, tiny):
 
     def policy_grad(a: Advantages) -> float:
         policy.zero_grad(set_to_none=True)
-        from rlalgos.forward import forward_logprobs
+        from rlalgos.engine.forward import forward_logprobs
 
         out = forward_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, ro.temperature, with_entropy=True)
         loss, _ = algo.loss(ro, out, a, out["logprobs"].detach())

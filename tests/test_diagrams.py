@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlalgos.diagrams import dataflow, failure_chain, token_view, token_view_from_rollout, token_weights
+from rlalgos.workbook.diagrams import dataflow, failure_chain, token_view, token_view_from_rollout, token_weights
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -107,7 +107,7 @@ def test_two_processes_learn(tmp_path):
 def test_a_batch_that_does_not_split_over_the_processes_is_one_line(tmp_path, tiny_dir):
     env = {**ENV, "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
     argv = ["train", "grpo", "--model", tiny_dir, "--prompts-per-step", "3", "--out-dir", tmp_path / "r"]
-    proc = subprocess.run([sys.executable, "-m", "rlalgos.cli", *map(str, argv)], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, argv)], capture_output=True, text=True, env=env, timeout=120)
     err = proc.stderr.strip()
     assert proc.returncode == 2 and "prompts_per_step=3 does not split over 2 processes" in err and "\n" not in err, err[-2000:]
     assert not (tmp_path / "r").exists()

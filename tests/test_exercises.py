@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlalgos import core
-from rlalgos.exercises import EXERCISES, check, judge, token_weight
+from rlalgos.workbook.exercises import EXERCISES, check, judge, token_weight
 
 
 def run(values, key="eval_accuracy"):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from rlalgos.cli import main
+from rlalgos.tools.cli import main
 from rlalgos.config import TrainConfig, make_config
-from rlalgos.export import NO_DUAL_CLIP, ROWS, TRL_SCRIPT_KEYS, compose_verl, mapping_table, trl_settings, verl_config_dir, verl_overrides
+from rlalgos.tools.export import NO_DUAL_CLIP, ROWS, TRL_SCRIPT_KEYS, compose_verl, mapping_table, trl_settings, verl_config_dir, verl_overrides
 
 ALGOS = ["reinforce", "ppo", "grpo", "dapo", "drgrpo", "rloo", "dualclip", "gspo"]
 TRL_ALGOS = [a for a in ALGOS if a != "ppo"]
@@ -226,6 +226,6 @@ def test_verl_data_layout_and_compute_score(tmp_path):
 
 
 def test_the_table_imports_neither_torch_nor_transformers():
-    code = "import sys, rlalgos.export; rlalgos.export.mapping_table(); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    code = "import sys, rlalgos.tools.export; rlalgos.tools.export.mapping_table(); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

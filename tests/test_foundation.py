@@ -8,12 +8,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from rlalgos import cli
+from rlalgos.tools import cli
 from rlalgos.model import char_tokenizer, load_policy, tiny_model
-from rlalgos.forward import batched_logprobs, forward_logprobs
+from rlalgos.engine.forward import batched_logprobs, forward_logprobs
 from rlalgos.record import Rollout, completion_mask_from_ids
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig
+from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.tasks import (
     RewardSet,
     addition_task,
@@ -337,7 +337,7 @@ def test_cli_imports_neither_torch_nor_transformers_until_a_command_runs():
     import subprocess
     import sys
 
-    code = "import sys, rlalgos.cli, rlalgos.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    code = "import sys, rlalgos.tools.cli, rlalgos.config; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 

@@ -14,10 +14,10 @@ import torch
 
 from rlalgos import core
 from rlalgos.algorithms import make_config
-from rlalgos.forward import batched_logprobs
+from rlalgos.engine.forward import batched_logprobs
 from rlalgos.model import frozen_copy
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig
+from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.train import TrainConfig, train
 
 

@@ -11,12 +11,12 @@ import torch
 from safetensors.torch import load_file
 
 import rlalgos.train as train_mod
-from rlalgos import cli
-from rlalgos.forward import batched_logprobs
-from rlalgos.lora import AdaptersOff, add_lora, has_adapters, load_adapters
+from rlalgos.tools import cli
+from rlalgos.engine.forward import batched_logprobs
+from rlalgos.engine.lora import AdaptersOff, add_lora, has_adapters, load_adapters
 from rlalgos.model import load_policy
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig
+from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.train import TrainConfig, resume, train
 
 pytest.importorskip("peft")
@@ -136,7 +136,7 @@ def test_help_shows_the_lora_options(capsys):
 
 def test_lora_exports_to_verl_and_is_named_missing_for_trl():
     from rlalgos.algorithms import make_config
-    from rlalgos.export import compose_verl, hydra_value, trl_settings, verl_config_dir, verl_overrides
+    from rlalgos.tools.export import compose_verl, hydra_value, trl_settings, verl_config_dir, verl_overrides
 
     cfg = TrainConfig(algo="grpo", lora_rank=8, lora_targets="q_proj,v_proj", device="cpu")
     values, _ = verl_overrides(cfg, make_config("grpo"))
@@ -154,7 +154,7 @@ def test_lora_exports_to_verl_and_is_named_missing_for_trl():
 
 def test_lora_on_bfloat16_weights_keeps_float32_adapters(tiny_dir):
     """The memory-saving combination: the frozen base in bf16, the trained adapters in float32 (nothing rounded away)."""
-    from rlalgos.forward import forward_logprobs
+    from rlalgos.engine.forward import forward_logprobs
 
     policy, tok = load_policy(tiny_dir, device="cpu", dtype="bfloat16-weights")
     add_lora(policy, TrainConfig(lora_rank=4))

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from rlalgos.mechanisms import aggregation_push, padded_working, plant_long_wrong, score_completions, signal_census, summarize_push, truncation_census
+from rlalgos.workbook.mechanisms import aggregation_push, padded_working, plant_long_wrong, score_completions, signal_census, summarize_push, truncation_census
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig
+from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.tasks import correctness_reward, make_addition_split
 
 

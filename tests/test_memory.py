@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import rlalgos.train as train_mod
-from rlalgos.forward import batched_logprobs, forward_logprobs, plain_lm_head
+from rlalgos.engine.forward import batched_logprobs, forward_logprobs, plain_lm_head
 from rlalgos.model import load_policy
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig
+from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.train import TrainConfig, resume, train
 
 N, P, T = 4, 6, 9  # 36 completion tokens: chunks of 1, 5, 7, 16 and 35 leave a remainder

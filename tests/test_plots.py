@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlalgos.plots import eval_sample_count, is_binary, plot_runs, summary_table
+from rlalgos.workbook.plots import eval_sample_count, is_binary, plot_runs, summary_table
 
 
 def fake_run(tmp_path, name, steps=10, with_kl_loss=False, eval_prompts=50, eval_samples=4):

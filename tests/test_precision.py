@@ -6,9 +6,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rlalgos.forward import forward_logprobs
+from rlalgos.engine.forward import forward_logprobs
 from rlalgos.model import autocast_dtype, load_policy
-from rlalgos.sampler import SamplingConfig, generate
+from rlalgos.engine.sampler import SamplingConfig, generate
 from rlalgos.train import TrainConfig, train
 
 

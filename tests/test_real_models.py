@@ -10,12 +10,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rlalgos import cli
+from rlalgos.tools import cli
 from rlalgos.config import TrainConfig, load_run_config, lr_warning, make_config
 from rlalgos.model import autocast_dtype, char_tokenizer, load_policy, resolve_precision, tiny_model
 from rlalgos.record import completion_mask_from_ids, decode_completions
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig, encode_prompts, generate, stop_token_ids
+from rlalgos.engine.sampler import SamplingConfig, encode_prompts, generate, stop_token_ids
 from rlalgos.tasks import addition_task
 from rlalgos.train import resume, train
 
@@ -198,7 +198,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     counted above 50M parameters at the default lr gets the warning."""
     import rlalgos.algorithms.reinforce
     import rlalgos.rollout
-    import rlalgos.sampler
+    import rlalgos.engine.sampler
     import rlalgos.train
 
     _, tok = load_policy(two_eos_dir, device="cpu")
@@ -219,7 +219,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
             return fn(model, ro, batch_size, **kw)
         return wrapped
 
-    monkeypatch.setattr(rlalgos.sampler, "sample_completions", spy_sampler(rlalgos.sampler.sample_completions))
+    monkeypatch.setattr(rlalgos.engine.sampler, "sample_completions", spy_sampler(rlalgos.engine.sampler.sample_completions))
     for mod in (rlalgos.rollout, rlalgos.train, rlalgos.algorithms.reinforce):
         monkeypatch.setattr(mod, "batched_logprobs", spy_scorer(mod.batched_logprobs))
     monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)
@@ -243,7 +243,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
 
 def test_eval_cli_passes_top_p_to_the_sampled_eval(tiny_dir, monkeypatch, capsys):
     import rlalgos.train as train_mod
-    from rlalgos import cli
+    from rlalgos.tools import cli
 
     seen = {}
     real = train_mod.evaluate

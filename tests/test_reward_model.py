@@ -8,7 +8,7 @@ from transformers import AutoModelForSequenceClassification
 
 from rlalgos.model import load_policy
 from rlalgos.config import REWARD_MODEL_DIR, RMConfig
-from rlalgos.reward_model import ModelReward, auc, evaluate_reward_model, make_pairs, sample_labelled, train_reward_model
+from rlalgos.workbook.reward_model import ModelReward, auc, evaluate_reward_model, make_pairs, sample_labelled, train_reward_model
 from rlalgos.tasks import RewardSet, addition_task, correctness_reward
 from rlalgos.train import TrainConfig, train
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rlalgos import cli
+from rlalgos.tools import cli
 from rlalgos.algorithms import make_config
 from rlalgos.tasks import RewardSet, Task, addition_task, correctness_reward
 from rlalgos.train import TrainConfig, load_metrics, resume, train

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from rlalgos.algorithms import get_algorithm, make_config
-from rlalgos.buckets import length_buckets
-from rlalgos.forward import batched_logprobs, forward_logprobs
+from rlalgos.engine.buckets import length_buckets
+from rlalgos.engine.forward import batched_logprobs, forward_logprobs
 from rlalgos.model import load_policy
 from rlalgos.record import Rollout
 from rlalgos.rollout import rollout
-from rlalgos.sampler import SamplingConfig, generate, sample_completions
+from rlalgos.engine.sampler import SamplingConfig, generate, sample_completions
 
 
 def test_compact_greedy_equals_hf_generate(base, task):

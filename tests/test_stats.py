@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from rlalgos.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
+from rlalgos.workbook.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
 
 
 def _run(tmp_path, name, seed, acc_end, entropy):

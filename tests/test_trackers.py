@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import rlalgos.train as train_module
-from rlalgos import trackers
-from rlalgos.runs import RUN_FILES
+from rlalgos.engine import trackers
+from rlalgos.engine.runs import RUN_FILES
 from rlalgos.train import TrainConfig, load_metrics, resume, train
 
 TIMING = ("seconds", "tokens_per_second")
@@ -97,7 +97,7 @@ def test_report_to_parses_like_trl(monkeypatch):
 
 
 def test_the_flag_is_a_train_option():
-    from rlalgos.cli import parse
+    from rlalgos.tools.cli import parse
 
     _, args = parse(["train", "grpo", "--report-to", "tensorboard,wandb"])
     assert args.run.report_to == "tensorboard,wandb"
@@ -108,7 +108,7 @@ def test_the_flag_is_a_train_option():
                                          ("tensorboard,nope", "unknown report_to nope")], ids=["missing-package", "unknown-name"])
 def test_a_missing_tracker_is_one_line_before_anything_runs(tmp_path, flag, needle):
     out = tmp_path / "run"
-    code = ("import sys; sys.modules['trackio'] = None; from rlalgos.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; sys.modules['trackio'] = None; from rlalgos.tools.cli import main; rc = main(sys.argv[1:]); "
             "assert 'torch' not in sys.modules, 'torch was imported before the config was checked'; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, "train", "grpo", "--report-to", flag, "--out-dir", str(out)],
                           capture_output=True, text=True, env=ENV, timeout=120)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rlalgos.runs import recover_checkpoint
+from rlalgos.engine.runs import recover_checkpoint
 from rlalgos.train import TrainConfig, load_metrics, resume, train
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -28,7 +28,7 @@ TIMING = ("seconds", "tokens_per_second")
 
 
 def rlalgos(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlalgos.cli", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout)
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -135,7 +135,7 @@ def test_sft_never_overwrites_a_model_without_the_flag(tmp_path):
 
 def test_a_world_size_without_a_launcher_is_refused_clearly(tmp_path, tiny_dir):
     env = {**ENV, "WORLD_SIZE": "2"}
-    proc = subprocess.run([sys.executable, "-m", "rlalgos.cli", *map(str, small_run(tiny_dir, tmp_path / "r"))], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, small_run(tiny_dir, tmp_path / "r"))], capture_output=True, text=True, env=env, timeout=300)
     one_line_error(proc, "WORLD_SIZE=2")
     assert not (tmp_path / "r").exists()
 
@@ -164,7 +164,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
             "--max-new-tokens", "8", "--eval-every", "0", "--eval-prompts", "2", "--eval-samples", "1", "--seed", "3", "--no-progress"]
     assert rlalgos(*args, "--out-dir", tmp_path / "full").returncode == 0
     cut = tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "rlalgos.cli", *map(str, args), "--out-dir", str(cut)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args), "--out-dir", str(cut)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         rows = (cut / "metrics.jsonl").read_text().splitlines() if (cut / "metrics.jsonl").exists() else []
@@ -259,7 +259,7 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
     caller's thread count is back after a sweep in which it was a lane."""
     import torch
 
-    from rlalgos import sweep
+    from rlalgos.tools import sweep
     from rlalgos.config import make_config
 
     base = TrainConfig(algo="grpo", model=str(tiny_dir), steps=2, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
@@ -279,7 +279,7 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
 
 
 def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):
-    from rlalgos.sweep import run_many
+    from rlalgos.tools.sweep import run_many
 
     good = TrainConfig(algo="grpo", model=str(tiny_dir), steps=1, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
                        out_dir=str(tmp_path / "good"), progress=False)

@@ -23,10 +23,11 @@ from typing import Callable
 
 import torch
 
-from .. import core, distributed
-from ..buckets import length_buckets
+from .. import core
+from ..engine import distributed
+from ..engine.buckets import length_buckets
 from ..config import AlgoConfig
-from ..forward import forward_logprobs
+from ..engine.forward import forward_logprobs
 from ..record import Rollout
 
 
@@ -55,7 +56,7 @@ class Algorithm:
         self.policy, self.cfg = policy, cfg
         self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
         # how its own forward passes run (TrainConfig's fields of the same names): sequences per no-grad
-        # scoring pass, and tokens per LM-head chunk (-1 auto, 0 all at once; rlalgos.forward)
+        # scoring pass, and tokens per LM-head chunk (-1 auto, 0 all at once; rlalgos.engine.forward)
         self.score_batch_size, self.logits_chunk = score_batch_size, logits_chunk
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -110,7 +111,7 @@ class Algorithm:
         minibatch (of tokens for token-mean, of answers otherwise), so the
         accumulated gradient equals one pass over the whole minibatch. With
         several processes the shares are of the minibatch over all of them and
-        the gradients are summed over processes (:mod:`rlalgos.distributed`).
+        the gradients are summed over processes (:mod:`rlalgos.engine.distributed`).
         """
         self.policy.train()
         adv = self.advantages(ro)

@@ -28,7 +28,8 @@ import math
 
 import torch
 
-from .. import core, distributed
+from .. import core
+from ..engine import distributed
 from ..config import DAPOConfig, parse_stages
 from ..record import Rollout
 from .base import Advantages

@@ -28,9 +28,10 @@ import copy
 import torch
 from torch import nn
 
-from .. import core, distributed
+from .. import core
+from ..engine import distributed
 from ..config import PPOConfig
-from ..forward import sequence_inputs
+from ..engine.forward import sequence_inputs
 from ..model import autocast, autocast_dtype, set_autocast
 from ..record import Rollout
 from .base import Advantages

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import core, distributed
+from .. import core
+from ..engine import distributed
 from ..config import ReinforceConfig
-from ..forward import batched_logprobs
+from ..engine.forward import batched_logprobs
 from ..record import Rollout
 from .base import Advantages, Algorithm
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from . import core
+from .. import core
 from .buckets import length_buckets
-from .model import autocast
-from .record import Rollout
+from ..model import autocast
+from ..record import Rollout
 
 
 def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):

@@ -21,7 +21,7 @@ import torch
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from . import core
+from .. import core
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies.
 BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY = "#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#7F7F7F"

@@ -1,6 +1,6 @@
 """Several processes, one run: data parallel training through ``torch.distributed``.
 
-Launch with ``torchrun --nproc_per_node N -m rlalgos.cli train ...`` (or
+Launch with ``torchrun --nproc_per_node N -m rlalgos.tools.cli train ...`` (or
 ``accelerate launch``, which sets the same variables). Without a launcher
 (``WORLD_SIZE`` unset or 1) nothing here talks to anything, and every function
 returns its input unchanged: one process gives the same numbers, bit for bit,
@@ -41,8 +41,8 @@ import os
 import torch
 import torch.distributed as dist
 
-from . import core
-from .model import resolve_device
+from .. import core
+from ..model import resolve_device
 
 LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -82,7 +82,7 @@ def setup(device: str, prompts_per_step: int):
     missing = [v for v in LAUNCHER_VARS if not os.environ.get(v)]
     if missing:
         raise ValueError(f"WORLD_SIZE={world} but {', '.join(missing)} not set; launch several processes with "
-                         f"`torchrun --nproc_per_node {world} -m rlalgos.cli train ...` (or accelerate launch), or unset WORLD_SIZE")
+                         f"`torchrun --nproc_per_node {world} -m rlalgos.tools.cli train ...` (or accelerate launch), or unset WORLD_SIZE")
     if prompts_per_step % world:
         raise ValueError(f"prompts_per_step={prompts_per_step} does not split over {world} processes (each samples prompts_per_step / {world}); "
                          f"use a multiple of {world}")
@@ -294,7 +294,7 @@ def rollout_stats(ro) -> dict:
     """:meth:`Rollout.stats` of the whole batch: every process's rows together."""
     if world_size() == 1:
         return ro.stats()
-    from .record import row_stats
+    from ..record import row_stats
 
     cols = gather({"rewards": ro.rewards.cpu(), "parts": {k: v.cpu() for k, v in ro.reward_parts.items()},
                    "lengths": ro.lengths.cpu(), "truncated": ro.truncated.cpu()})

@@ -17,8 +17,8 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from .config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, make_config, parse_algo_spec
-from .tasks import DATA_DIR
+from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, make_config, parse_algo_spec
+from ..tasks import DATA_DIR
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
 
@@ -191,19 +191,19 @@ def cmd_train(args) -> None:
     cfg = _run_config(args.run)
     cfg.validate()  # bad values answer before torch is imported
     args.algo.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
-    from .train import train
+    from ..train import train
 
     _print_run_summary(train(cfg, args.algo))
 
 
 def cmd_resume(args: ResumeArgs) -> None:
-    from .train import resume
+    from ..train import resume
 
     _print_run_summary(resume(args.run_dir, steps=args.steps))
 
 
 def _print_run_summary(df) -> None:
-    from .distributed import is_main
+    from ..engine.distributed import is_main
 
     if not is_main():  # under torchrun: one summary, from process 0
         return
@@ -218,7 +218,7 @@ def check_compare_dir(out: Path, names, seeds, overwrite: bool) -> None:
     """The folder rule for a compare folder, checked for every run before the first starts:
     each run folder may be new, or (with --overwrite) a run folder; summary.csv and
     compare.png are replaced only with --overwrite."""
-    from .runs import check_output_files, check_run_dir
+    from ..engine.runs import check_output_files, check_run_dir
 
     for a in names:
         for s in seeds:
@@ -248,7 +248,7 @@ def cmd_compare(args: CompareArgs) -> None:
     seeds = range(args.run.seed, args.run.seed + args.seeds)
     check_compare_dir(out, labels, seeds, args.run.overwrite)
 
-    from .plots import plot_runs, summary_table
+    from ..workbook.plots import plot_runs, summary_table
     from .sweep import run_many
 
     jobs = [(label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg) for label, cfg, algo_cfg in runs for s in seeds]
@@ -279,9 +279,9 @@ def cmd_eval(args: EvalArgs) -> None:
         raise ValueError("--samples must be >= 1 and --prompts >= 0")
     if not (args.temperature > 0 and 0 < args.top_p <= 1):
         raise ValueError(f"--temperature must be > 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
-    from .model import load_policy
-    from .tasks import get_task
-    from .train import evaluate
+    from ..model import load_policy
+    from ..tasks import get_task
+    from ..train import evaluate
 
     task = get_task(args.task)
     policy, tok = load_policy(args.model or None, args.device, args.dtype)
@@ -305,7 +305,7 @@ def cmd_plot(args: PlotArgs) -> None:
             runs.extend(found)
     if Path(args.out).exists() and Path(args.out).is_dir():
         raise FileExistsError(f"{args.out} is a folder; give a figure path such as plot.png")
-    from .plots import plot_runs, summary_table
+    from ..workbook.plots import plot_runs, summary_table
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     fig = plot_runs(runs, keys=keys, smooth=args.smooth)
@@ -315,7 +315,7 @@ def cmd_plot(args: PlotArgs) -> None:
 
 
 def cmd_sft(args: SFTConfig) -> None:
-    from .sft import sft
+    from ..workbook.sft import sft
 
     report = sft(args)
     print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
@@ -323,7 +323,7 @@ def cmd_sft(args: SFTConfig) -> None:
 
 
 def cmd_rm(args: RMConfig) -> None:
-    from .reward_model import train_reward_model
+    from ..workbook.reward_model import train_reward_model
 
     report = train_reward_model(args)
     print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
@@ -331,8 +331,8 @@ def cmd_rm(args: RMConfig) -> None:
 
 
 def cmd_data(args: DataArgs) -> None:
-    from .runs import check_output_files
-    from .tasks import make_addition_data
+    from ..engine.runs import check_output_files
+    from ..tasks import make_addition_data
 
     check_output_files([Path(args.out_dir) / "addition_train.jsonl", Path(args.out_dir) / "addition_test.jsonl"], args.overwrite)
     paths = make_addition_data(args.out_dir, args.n_train, args.n_test, args.seed)
@@ -348,7 +348,7 @@ def cmd_algos(args: AlgosArgs) -> None:
 
 
 def cmd_export(args: ExportArgs) -> None:
-    from .config import load_run_config
+    from ..config import load_run_config
     from .export import export
 
     if isinstance(args.source, FromRun):

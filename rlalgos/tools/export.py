@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
-from . import tasks as tasks_module
-from .config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
-from .tasks import get_task
-from .trackers import TRACKERS, parse_report_to
+from .. import tasks as tasks_module
+from ..config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
+from ..tasks import get_task
+from ..engine.trackers import TRACKERS, parse_report_to
 
 ENGINES = ("trl", "verl")
 CHECKED_AGAINST = {"trl": "1.16.0", "verl": "0.9.1"}
@@ -583,12 +583,12 @@ ROWS: list[Row] = [
 
 def _check_rows_cover_config() -> None:
     """Every field of every config has a row (a new option must say how it exports)."""
-    from .config import ALGORITHMS
+    from ..config import ALGORITHMS
 
     names = {f.name for f in fields(TrainConfig)} | {f.name for spec in ALGORITHMS.values() for f in fields(spec.config)}
     rows = {r.setting for r in ROWS}
     missing_rows = sorted(names - rows)
-    assert not missing_rows, f"rlalgos.export.ROWS has no row for {missing_rows}"
+    assert not missing_rows, f"rlalgos.tools.export.ROWS has no row for {missing_rows}"
 
 
 _check_rows_cover_config()
@@ -782,7 +782,7 @@ def check_export_dir(out: Path, overwrite: bool) -> None:
         raise FileExistsError(f"{out} is not empty and holds no export ({EXPORT_MARK}); rlalgos never deletes it: pick another --export-dir")
     if not overwrite:
         raise FileExistsError(f"{out} already holds an export; replace it with --overwrite or pick another --export-dir")
-    from .runs import clear_run_dir  # imports torch: only here
+    from ..engine.runs import clear_run_dir  # imports torch: only here
 
     clear_run_dir(out, EXPORT_FILES)
 

@@ -25,12 +25,12 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .config import SFTConfig
-from .forward import forward_logprobs
-from .model import char_tokenizer, count_parameters, resolve_device, tiny_model
-from .runs import check_model_dir
-from .tasks import addition_task, make_addition_data
-from .train import evaluate
+from ..config import SFTConfig
+from ..engine.forward import forward_logprobs
+from ..model import char_tokenizer, count_parameters, resolve_device, tiny_model
+from ..engine.runs import check_model_dir
+from ..tasks import addition_task, make_addition_data
+from ..train import evaluate
 
 
 def encode_batch(tokenizer, prompts: list[str], targets: list[str], device):

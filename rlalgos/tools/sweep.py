@@ -23,7 +23,7 @@ from multiprocessing import get_context
 
 import torch
 
-from .config import AlgoConfig, TrainConfig, algorithm_config
+from ..config import AlgoConfig, TrainConfig, algorithm_config
 
 
 def threads_per_job(jobs: int) -> int:
@@ -60,7 +60,7 @@ def longest_first(runs: list[tuple[TrainConfig, AlgoConfig]]) -> list[int]:
 def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
     """Worker: one run with ``threads`` threads; returns its run folder."""
     torch.set_num_threads(threads)
-    from .train import train
+    from ..train import train
 
     cfg = TrainConfig(**train_cfg)
     df = train(cfg, algorithm_config(cfg.algo).config(**algo_cfg))
@@ -80,7 +80,7 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
     """
     from tqdm.auto import tqdm
 
-    from .train import load_metrics, train
+    from ..train import load_metrics, train
 
     jobs = auto_jobs(runs) if jobs == 0 else jobs
     out: list = [None] * len(runs)

@@ -9,8 +9,8 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
-from .model import autocast
-from .record import completion_mask_from_ids, id_tensor, pad_cat
+from ..model import autocast
+from ..record import completion_mask_from_ids, id_tensor, pad_cat
 
 
 @dataclass
@@ -31,7 +31,7 @@ class SamplingConfig:
     chat_template: bool = False
     """Wrap each prompt in the tokenizer's chat template (one user turn, then the assistant's turn)."""
     logits_chunk: int = -1
-    """Tokens per LM-head chunk in the no-grad scoring passes (-1 = auto, 0 = a whole pass at once); see :func:`rlalgos.forward.chunk_tokens`."""
+    """Tokens per LM-head chunk in the no-grad scoring passes (-1 = auto, 0 = a whole pass at once); see :func:`rlalgos.engine.forward.chunk_tokens`."""
     sampler: str = "compact"
     """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
     ``hf``: transformers' ``generate``. Same distribution either way."""

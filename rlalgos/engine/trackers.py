@@ -43,7 +43,7 @@ from pathlib import Path
 TRACKERS = ("tensorboard", "wandb", "trackio")
 """The trackers ``report_to`` may name (each is also the name of its pip extra and of its package)."""
 RUN_FOLDER_FILES = ("tensorboard", "wandb", "trackers.json")
-"""What trackers write inside a run folder; :data:`rlalgos.runs.RUN_FILES` lists each (``--overwrite`` removes them)."""
+"""What trackers write inside a run folder; :data:`rlalgos.engine.runs.RUN_FILES` lists each (``--overwrite`` removes them)."""
 IDS_FILE = "trackers.json"
 """Per-run tracker ids (the wandb run id, the trackio run name) that a resumed run continues."""
 

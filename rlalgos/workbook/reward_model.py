@@ -26,12 +26,12 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from .config import BASE_MODEL_DIR, REWARD_MODEL_DIR, RMConfig
-from .model import load_policy, resolve_device
-from .rollout import rollout
-from .runs import check_model_dir
-from .sampler import SamplingConfig
-from .tasks import addition_task
+from ..config import BASE_MODEL_DIR, REWARD_MODEL_DIR, RMConfig
+from ..model import load_policy, resolve_device
+from ..rollout import rollout
+from ..engine.runs import check_model_dir
+from ..engine.sampler import SamplingConfig
+from ..tasks import addition_task
 
 
 

@@ -21,7 +21,7 @@ import json
 import warnings
 from pathlib import Path
 
-from .config import LORA_INSTALL
+from ..config import LORA_INSTALL
 
 ADAPTER_CONFIG = "adapter_config.json"
 
@@ -116,7 +116,7 @@ def load_merged(folder: Path, device, dtype):
     """``(model, tokenizer)``: the base model named in ``folder``'s adapter config
     with the adapters merged into its weights (a plain transformers model)."""
     peft = require_peft()
-    from .model import autocast_dtype, load_policy, set_autocast
+    from ..model import autocast_dtype, load_policy, set_autocast
 
     base = json.loads((folder / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
     if not base:

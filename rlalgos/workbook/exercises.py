@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import core
+from .. import core
 from .stats import paired_effect
 
 

@@ -24,13 +24,13 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from . import core
-from .config import LOSS_AGG_MODES
-from .forward import forward_logprobs
-from .record import Rollout, completion_mask_from_ids, pad_cat
-from .rollout import rollout
-from .sampler import SamplingConfig
-from .tasks import RewardSet, reward_columns
+from .. import core
+from ..config import LOSS_AGG_MODES
+from ..engine.forward import forward_logprobs
+from ..record import Rollout, completion_mask_from_ids, pad_cat
+from ..rollout import rollout
+from ..engine.sampler import SamplingConfig
+from ..tasks import RewardSet, reward_columns
 
 
 def score_completions(tokenizer, rows: Sequence[dict], completions: Sequence[str], group_size: int, rewards: RewardSet, max_new_tokens: int) -> Rollout:

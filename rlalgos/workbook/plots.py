@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from .train import load_metrics
+from ..train import load_metrics
 
 DEFAULT_KEYS = ("reward_mean", "eval_accuracy", "entropy", "kl")
 TITLES = {
