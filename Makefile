@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 TRANSFORMERS_LOWEST ?= 5.0.0
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
+.PHONY: install demo test docs browser test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
-	$(BIN)/pip install -q -e ".[test,notebook,bench,lora,tensorboard]"
+	$(BIN)/pip install -q -e ".[test,notebook,bench,lora,tensorboard,docs]"
 	# verl's packaged trainer config, for the export tests (its own dependencies pin an older transformers: not installed)
 	$(BIN)/pip install -q --no-deps "verl==0.9.1"
 	touch $@
@@ -31,9 +31,16 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install  ## unit tests, smoke runs, learning tests and every notebook in fast mode; then the install test at the lowest transformers allowed
+test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode; then the install test at the lowest transformers allowed
 	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks
 	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
+
+browser:  ## Debian's chromium for the book's browser test (tests/test_book.py skips without it); never fails
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) || echo "chromium not installed: the book's browser test will skip"
+
+docs: install  ## the book: docs/ and the notebooks with their committed outputs (never executed) -> build/book
+	$(BIN)/python docs/build_book.py --site-dir build/book
+	@echo "view it: $(BIN)/python -m http.server -d build/book  (then open http://localhost:8000)"
 
 test-fast: install  ## skip the minutes-long learning tests
 	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks

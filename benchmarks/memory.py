@@ -92,7 +92,7 @@ def run_pass(model, kind: str, rows: int, length: int, prompt_len: int, chunk: i
 
 def measure(args) -> dict:
     """One pass in this process: warm up at a tiny size, reset the peak, run it, read the peak."""
-    from rlalgos.model import resolve_device
+    from rlalgos.engine.precision import resolve_device
 
     kind, rows, chunk = args.one.split(":")
     rows, chunk = int(rows), int(chunk)

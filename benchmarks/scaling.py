@@ -24,6 +24,7 @@ import argparse
 import json
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
@@ -65,7 +66,7 @@ def measure(policy, tok, rows, G: int, T: int, repeats: int, prompts: int) -> di
     for i in range(repeats + 1):  # the first round is a warm-up
         ro, gen = full_length_rollout(policy, tok, rows[i * prompts : (i + 1) * prompts], G, T)
         t0 = time.perf_counter()
-        ro.ref_logprobs = batched_logprobs(ref, ro)
+        ro = replace(ro, ref_logprobs=batched_logprobs(ref, ro))
         t1 = time.perf_counter()
         algo.update(ro)
         t2 = time.perf_counter()

@@ -15,13 +15,16 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib.util
+import inspect
 import json
+import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .tasks import DATA_DIR
-from .engine.trackers import parse_report_to
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
@@ -32,9 +35,56 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 LORA_INSTALL = "pip install rlalgos[lora]"
 """What a missing peft (the ``lora`` extra) tells the user to run."""
-DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
+TRACKERS = ("tensorboard", "wandb", "trackio")
+"""The trackers ``report_to`` may name (each is also the name of its pip extra and of its package)."""
+
+
+def installed(name: str) -> bool:
+    """Whether the package ``name`` can be imported (without importing it)."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def parse_report_to(text: str, check_installed: bool = True) -> list[str]:
+    """``"tensorboard,wandb"`` -> ``["tensorboard", "wandb"]``; ``"none"`` or ``""`` -> ``[]``;
+    ``"all"`` -> every tracker that is installed (TRL's meaning).
+
+    Raises ``ValueError`` with one line for an unknown name or, with
+    ``check_installed``, a tracker whose package is missing."""
+    names = [n.strip().lower() for n in str(text).split(",") if n.strip()]
+    if names in ([], ["none"]):
+        return []
+    if "all" in names or "none" in names:
+        if len(names) > 1:
+            raise ValueError(f"report_to {text!r}: 'all' and 'none' stand alone; give one of them or a list such as tensorboard,wandb")
+        return [n for n in TRACKERS if installed(n)]
+    unknown = [n for n in names if n not in TRACKERS]
+    if unknown:
+        raise ValueError(f"unknown report_to {', '.join(unknown)}; use none, all or a comma-separated list of {', '.join(TRACKERS)}")
+    names = list(dict.fromkeys(names))
+    if check_installed:
+        for n in names:
+            if not installed(n):
+                raise ValueError(f"--report-to {n} needs the {n} package, which is not installed: pip install rlalgos[{n}]")
+    return names
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """``{field: the docstring under it}`` of a config dataclass: the one place an option is
+    documented, which the command line's help (tyro) and other commands' options read."""
+    docs, body = {}, ast.parse(inspect.getsource(cls)).body[0].body
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
+            docs[node.target.id] = " ".join(str(nxt.value.value).split())
+    return docs
 
 
 def _check(ok: bool, message: str) -> None:
@@ -56,7 +106,7 @@ class TrainConfig:
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
     dtype: str = "auto"
-    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only (with LoRA they are safe: only the frozen base is in that dtype, the adapters stay float32). Applied when rlalgos loads the model; a model passed to ``train()`` in Python runs as :func:`rlalgos.model.set_autocast` set it."""
+    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only (with LoRA they are safe: only the frozen base is in that dtype, the adapters stay float32). The weights' dtype applies when rlalgos loads the model; a model passed to ``train()`` in Python keeps its own, and every forward pass of the run (sampling, scoring, the update) runs under this setting's autocast (:mod:`rlalgos.engine.precision`)."""
     lora_rank: int = 0
     """LoRA rank r (needs ``pip install rlalgos[lora]``): train rank-r adapters on the layers named by lora_targets, every other weight frozen, instead of every weight; the reference policy is the same model with its adapters switched off (no second copy), and a checkpoint holds the adapters (load_policy / ``rlalgos eval --model RUN_DIR/checkpoint`` merge them into the base). 0 = off: full fine-tuning. Not with ppo (its critic is a full copy of the trunk)."""
     lora_alpha: float = 0.0

@@ -88,13 +88,15 @@ def masked_var(x: torch.Tensor, mask: torch.Tensor, unbiased: bool = True) -> to
     return var
 
 
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, eps: float = 1e-8) -> torch.Tensor:
+def masked_whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, eps: float = 1e-8, moments=None) -> torch.Tensor:
     """Normalise the masked entries of ``x`` to zero mean, unit variance (PPO's advantage whitening).
 
+    ``moments``: ``(mean, var)`` to use instead of the masked entries' own (the whole
+    batch's, over several processes: :func:`rlalgos.engine.batch.whiten`).
     x, mask: (B, T); returns (B, T) with padding positions left as they come out
     (multiply by the mask downstream).
     """
-    mean, var = masked_mean(x, mask), masked_var(x, mask)
+    mean, var = moments if moments is not None else (masked_mean(x, mask), masked_var(x, mask))
     out = (x - mean) * torch.rsqrt(var + eps)
     return out if shift_mean else out + mean
 
@@ -137,18 +139,21 @@ def leave_one_out_baseline(rewards: torch.Tensor, group_size: int) -> torch.Tens
     return ((r.sum(dim=1, keepdim=True) - r) / (group_size - 1)).view(-1)
 
 
-def baseline(rewards: torch.Tensor, group_size: int, kind: str = "leave_one_out") -> torch.Tensor:
+def baseline(rewards: torch.Tensor, group_size: int, kind: str = "leave_one_out", batch_mean: float | None = None) -> torch.Tensor:
     """REINFORCE's baseline b, one number per answer (the advantage is ``r - b``).
 
     ``none``: 0; ``batch_mean``: the mean reward of the batch; ``leave_one_out``:
     the mean reward of the other answers to the same prompt (RLOO).
+
+    ``batch_mean``: that number instead of ``rewards``' own mean (the whole batch's,
+    over several processes: :func:`rlalgos.engine.batch.baseline`).
 
     rewards: (B,) grouped as in :func:`group_advantages`; returns (B,).
     """
     if kind == "none":
         return torch.zeros_like(rewards)
     if kind == "batch_mean":
-        return rewards.mean().expand_as(rewards)
+        return rewards.mean().expand_as(rewards) if batch_mean is None else torch.full_like(rewards, batch_mean)
     if kind == "leave_one_out":
         return leave_one_out_baseline(rewards, group_size)
     raise ValueError(f"unknown baseline {kind!r}; use none, batch_mean or leave_one_out")
@@ -413,13 +418,15 @@ def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Te
     return loss, {"value_clip_frac": masked_mean(clipped_mask.to(mask.dtype), mask).item()}
 
 
-def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, var=masked_var) -> float:
     """``1 - Var(R - V) / Var(R)`` over valid tokens: 1 is a perfect critic, 0 no better
-    than a constant, negative worse. values, returns, mask: (B, T)."""
-    var_r = masked_var(returns, mask)
+    than a constant, negative worse. ``var(x, mask)``: the masked variance to use (the
+    whole batch's, over several processes: :func:`rlalgos.engine.batch.explained_variance`).
+    values, returns, mask: (B, T)."""
+    var_r = var(returns, mask)
     if var_r.item() == 0:
         return float("nan")
-    return (1.0 - masked_var(returns - values, mask) / var_r).item()
+    return (1.0 - var(returns - values, mask) / var_r).item()
 
 
 # --------------------------------------------------------------------------- #

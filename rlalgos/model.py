@@ -3,7 +3,6 @@ the shipped checkpoint or any Hugging Face causal LM."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import string
 from pathlib import Path
@@ -11,11 +10,12 @@ from pathlib import Path
 import torch
 from torch import nn
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from transformers.utils import logging as _hf_logging
 
-from .config import BASE_MODEL_DIR, DTYPES
-from .engine.lora import ADAPTER_CONFIG, load_merged
+from .config import BASE_MODEL_DIR, REWARD_MODEL_DIR
+from .engine.lora import ADAPTER_CONFIG, merge_adapters, read_adapter_base
+from .engine.precision import resolve_device, resolve_precision
 
 _hf_logging.disable_progress_bar()  # weight loading/saving bars of a 3 MB model are noise next to the training bar
 
@@ -67,82 +67,16 @@ def tiny_model(tokenizer, seed: int = 0, **config_kwargs) -> LlamaForCausalLM:
     return LlamaForCausalLM(tiny_config(tokenizer, **config_kwargs))
 
 
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` is CUDA when present, else CPU. Asking for CUDA where there is
-    none is a ``ValueError`` that says what to do."""
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
-    if dev.type == "cuda":
-        if not torch.backends.cuda.is_built():
-            raise ValueError("this torch build has no CUDA; install a CUDA build of torch or use --device cpu")
-        if not torch.cuda.is_available():
-            raise ValueError("no CUDA device is visible (torch.cuda.is_available() is False); check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"{device} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
-    return dev
-
-
-PRECISIONS = {
-    "float32": (torch.float32, None),
-    "bfloat16": (torch.float32, torch.bfloat16),
-    "bfloat16-weights": (torch.bfloat16, None),
-    "float16-weights": (torch.float16, None),
-}
-"""``dtype`` name -> (weights dtype, autocast dtype or None); ``auto`` is ``bfloat16`` on CUDA and ``float32`` elsewhere."""
-
-
-def resolve_precision(dtype: str | torch.dtype | None, device: torch.device) -> tuple[torch.dtype, torch.dtype | None]:
-    """``(weights dtype, autocast dtype or None)`` for a ``dtype`` setting (see :class:`rlalgos.config.TrainConfig`'s ``dtype``).
-
-    ``None`` or ``"auto"``: ``bfloat16`` on CUDA, ``float32`` elsewhere. ``"bfloat16"``:
-    float32 weights (the optimizer's master copy) with the forward passes under
-    ``torch.autocast(dtype=torch.bfloat16)``. ``"float32"``: float32, no autocast.
-    ``"bfloat16-weights"`` / ``"float16-weights"``: the weights themselves in that
-    dtype, no autocast. A ``torch.dtype``: weights in it, no autocast.
-    """
-    if isinstance(dtype, torch.dtype):
-        return dtype, None
-    if dtype is None or dtype == "auto":
-        dtype = "bfloat16" if device.type == "cuda" else "float32"
-    if dtype not in PRECISIONS:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
-    return PRECISIONS[dtype]
-
-
-def set_autocast(model: nn.Module, dtype: torch.dtype | None) -> nn.Module:
-    """Make rlalgos run ``model``'s forward passes (sampling, scoring, the update) under
-    ``torch.autocast(dtype=dtype)``; ``None``: without autocast. Returns ``model``."""
-    model.rlalgos_autocast = dtype
-    return model
-
-
-def autocast_dtype(model: nn.Module) -> torch.dtype | None:
-    """The autocast dtype :func:`set_autocast` gave ``model`` (``None``: no autocast)."""
-    return getattr(model, "rlalgos_autocast", None)
-
-
-def autocast(model: nn.Module):
-    """The context rlalgos runs ``model``'s forward passes in: ``torch.autocast`` on the
-    model's device in the dtype :func:`set_autocast` gave it, or nothing."""
-    dtype = autocast_dtype(model)
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
-
-
 def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None):
     """Load a causal LM and its tokenizer: the shipped base model by default, or
     any Hugging Face model by hub name or local path.
 
-    ``device="auto"`` picks CUDA when present, else CPU; ``dtype`` ``None`` or
-    ``"auto"`` is float32 weights with bf16 autocast on CUDA and float32 on CPU (see
-    :func:`resolve_precision`; the autocast is recorded with :func:`set_autocast`).
-    A folder of LoRA adapters (a ``--lora-rank`` run's checkpoint) loads the base
-    model it names with the adapters merged in (:func:`rlalgos.engine.lora.load_merged`).
+    ``device="auto"`` picks CUDA when present, else CPU. ``dtype`` is a
+    :class:`~rlalgos.config.TrainConfig` ``dtype`` setting or a ``torch.dtype``; it sets
+    the weights' dtype only (:func:`rlalgos.engine.precision.resolve_precision`), and
+    the training loop runs the forward passes under its autocast half. A folder of
+    LoRA adapters (a ``--lora-rank`` run's checkpoint) loads the base model it names
+    with the adapters merged in (:func:`rlalgos.engine.lora.merge_adapters`).
     Returns ``(model, tokenizer)``; the tokenizer pads on the left (for batched
     generation) and has a pad token (EOS if the model has none).
     """
@@ -150,14 +84,15 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     if name_or_path is None and not (path / "config.json").exists():
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
     if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():  # a LoRA run's checkpoint
-        return load_merged(path, device, dtype)
+        model, tokenizer = load_policy(read_adapter_base(path), device, dtype)
+        return merge_adapters(model, path), tokenizer
     if path.is_dir() and not (path / "config.json").is_file():
         raise FileNotFoundError(f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)")
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; give the folder that holds config.json (or a hub name)")
     src = str(path) if path.exists() else str(name_or_path)
     dev = resolve_device(device)
-    dtype, compute = resolve_precision(dtype, dev)  # weights, autocast
+    dtype, _ = resolve_precision(dtype, dev)  # the weights' dtype (the autocast is the forward passes' business)
     try:
         tokenizer = AutoTokenizer.from_pretrained(src)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype)
@@ -172,7 +107,7 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         tokenizer.pad_token = tokenizer.eos_token
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return set_autocast(model.to(dev), compute), tokenizer
+    return model.to(dev), tokenizer
 
 
 def frozen_copy(model: nn.Module) -> nn.Module:
@@ -184,3 +119,54 @@ def frozen_copy(model: nn.Module) -> nn.Module:
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+# --------------------------------------------------------------------------- #
+# A learned reward model, behind the rule rewards' interface
+# --------------------------------------------------------------------------- #
+
+
+class ModelReward:
+    """A sequence-classification model (one logit) as a reward function.
+
+    ``fn(prompts, completions, **columns) -> list[float]``, like every rule
+    reward: batched, under ``torch.no_grad``, on the model's own device. The score
+    is the logit of ``prompt + completion`` (or its sigmoid with ``sigmoid=True``).
+    """
+
+    def __init__(self, model, tokenizer, batch_size: int = 256, sigmoid: bool = False):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.batch_size, self.sigmoid = batch_size, sigmoid
+        self.__name__ = "reward_model"
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path = REWARD_MODEL_DIR, device: str = "auto", **kwargs) -> "ModelReward":
+        model, tok = load_reward_model(path, device)
+        return cls(model, tok, **kwargs)
+
+    @torch.no_grad()
+    def __call__(self, prompts, completions, **columns) -> list[float]:
+        return score(self.model, self.tokenizer, [p + c for p, c in zip(prompts, completions)], self.batch_size, self.sigmoid).tolist()
+
+
+def load_reward_model(path: str | Path = REWARD_MODEL_DIR, device: str = "auto"):
+    """``(model, tokenizer)`` of a saved sequence-classification reward model."""
+    path = Path(path)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"no reward model in {path}; train one with `rlalgos rm`")
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForSequenceClassification.from_pretrained(path).to(resolve_device(device))
+    return model.eval(), tok
+
+
+def score(model, tokenizer, texts: list[str], batch_size: int = 256, sigmoid: bool = False, grad: bool = False) -> torch.Tensor:
+    """One scalar per text: the model's single logit at the last real token. Returns (N,) floats."""
+    tokenizer.padding_side = "right"  # natural positions; the head reads the last non-pad token
+    device = next(model.parameters()).device
+    outs = []
+    with torch.set_grad_enabled(grad):
+        for i in range(0, len(texts), batch_size):
+            enc = tokenizer(texts[i : i + batch_size], return_tensors="pt", padding=True).to(device)
+            outs.append(model(**enc).logits.squeeze(-1).float())  # (b,)
+    s = torch.cat(outs) if outs else torch.zeros(0)
+    return torch.sigmoid(s) if sigmoid else s

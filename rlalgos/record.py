@@ -50,7 +50,7 @@ def decode_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tens
     return tokenizer.batch_decode([row[keep].tolist() for row, keep in zip(completion_ids, body)], skip_special_tokens=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Rollout:
     """One batch of ``N = prompts x G`` sampled completions, grouped by prompt.
 

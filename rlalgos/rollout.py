@@ -9,6 +9,7 @@ rewards with their per-function breakdown.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -74,14 +75,17 @@ def rollout(
         correct_key=correct_key,
         pad_token_id=tokenizer.pad_token_id,
     ).trimmed()  # drop the columns after every answer ended
+    score = dict(batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype)
+    old = {}
     if old_logprobs:
-        ro.old_logprobs, ro.old_entropy = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=sampling.logits_chunk)
+        old["old_logprobs"], old["old_entropy"] = batched_logprobs(policy, ro, with_entropy=True, **score)  # (N, T) each
+    ref = {}
     if ref_model is not None and 0 < ref_sample < len(ro):  # a logged KL estimate: the reference pass on a few rows
         idx = core.subsample_rows(len(ro), ref_sample).to(device)  # (m,)
-        ro.ref_logprobs = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
-        ro.ref_logprobs[idx] = batched_logprobs(ref_model, ro.select(idx), sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
-        ro.ref_rows = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)
+        ref["ref_logprobs"] = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
+        ref["ref_logprobs"][idx] = batched_logprobs(ref_model, ro.select(idx), **score)
+        ref["ref_rows"] = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)  # (N,)
     elif ref_model is not None:
-        ro.ref_logprobs = batched_logprobs(ref_model, ro, sampling.score_batch_size, logits_chunk=sampling.logits_chunk)
-    ro.seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
-    return ro
+        ref["ref_logprobs"] = batched_logprobs(ref_model, ro, **score)  # (N, T)
+    seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
+    return replace(ro, **old, **ref, seconds=seconds)

@@ -14,28 +14,28 @@ import json
 import random
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
 from . import core
-from .engine import distributed
+from .engine import batch, distributed
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .engine.forward import batched_logprobs
 from .engine.lora import AdaptersOff, add_lora, load_adapters
-from .model import count_parameters, frozen_copy, load_policy, resolve_device
+from .engine.precision import resolve_device, resolve_precision
+from .model import ModelReward, count_parameters, frozen_copy, load_policy
 from .record import Rollout
 from .rollout import rollout
-from .engine.runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, read_rows, rewrite_rows, save_checkpoint
+from .engine.runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, load_metrics, read_rows, RunMetrics, run_metrics, rewrite_rows, save_checkpoint
 from .engine.sampler import SamplingConfig, check_chat_template
 from .tasks import Task, get_task, reward_columns
 from .engine.trackers import with_trackers
 
-__all__ = ["TrainConfig", "train", "resume", "evaluate", "load_metrics"]
+__all__ = ["TrainConfig", "Run", "build_run", "run_loop", "train", "resume", "evaluate", "load_metrics"]
 
 
 def set_seed(seed: int) -> None:
@@ -50,7 +50,7 @@ def set_seed(seed: int) -> None:
 
 @torch.no_grad()
 def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
-             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512, logits_chunk: int = -1) -> dict:
+             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512, logits_chunk: int = -1, autocast_dtype: torch.dtype | None = None) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -59,10 +59,12 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
-    ``top_p``, ``chat_template``, ``score_batch_size`` and ``logits_chunk`` are as in :class:`TrainConfig`.
+    ``top_p``, ``chat_template``, ``score_batch_size`` and ``logits_chunk`` are as in :class:`TrainConfig`;
+    ``autocast_dtype`` runs the forward passes under ``torch.autocast`` (the autocast half of a ``dtype`` setting).
     """
     rows = task.test if rows is None else rows
-    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size)
+    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size,
+                              autocast_dtype=autocast_dtype)
     out = {}
     devices = [policy.device] if policy.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
@@ -76,7 +78,7 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=logits_chunk)  # (N, T)
+    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=logits_chunk, autocast_dtype=autocast_dtype)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -143,38 +145,53 @@ def check_rewards(task: Task) -> None:
 # --------------------------------------------------------------------------- #
 
 
-def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> pd.DataFrame:
-    """Run one training job and return its metrics rows as a DataFrame.
+@dataclass
+class Run:
+    """Everything one training job holds, built and checked by :func:`build_run`
+    before the run folder is touched; :func:`run_loop` runs it."""
 
-    ``algo_cfg`` defaults to the algorithm's own defaults; ``policy``/``tokenizer``
-    and ``task`` may be passed in (notebooks) instead of loaded from ``cfg``.
-    With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
-    (see :func:`resume`). ``df.attrs["run_dir"]`` is the run folder.
-    Under ``torchrun`` each process samples ``prompts_per_step / WORLD_SIZE``
-    prompts and process 0 alone writes the run folder (:mod:`rlalgos.engine.distributed`).
-    """
-    # everything is loaded and checked before the run folder is touched
+    cfg: TrainConfig
+    algo_cfg: object  # the algorithm's config (rlalgos.config.AlgoConfig subclass)
+    task: Task
+    policy: object  # the transformers model being trained
+    tokenizer: object
+    algo: object  # the rlalgos.algorithms.Algorithm that updates it
+    sampling: SamplingConfig
+    ref_model: object | None  # the reference policy, if a KL to it is trained on or logged
+    lora: object | None  # peft's wrapper with --lora-rank (it saves the adapters), else None
+    prompts: PromptSampler
+    run_dir: Path
+    start: int  # steps already done (resume)
+    resumed: bool  # continued from a checkpoint
+    main: bool  # process 0 (the only one in a plain run): it writes the run folder
+    local_prompts: int  # prompts this process samples per step
+
+
+def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> Run:
+    """Load and check everything a run needs, then prepare its folder: a bad setting
+    or a broken reward fails before anything in ``cfg.out_dir`` changes. With
+    ``resume`` the weights, optimizer, algorithm state, RNGs and prompt order come
+    back from the checkpoint."""
     cfg.validate()
     device = distributed.setup(cfg.device, cfg.prompts_per_step)  # cfg.device itself in one process
     main, local_prompts = distributed.is_main(), cfg.prompts_per_step // distributed.world_size()
     algo_cls = get_algorithm(cfg.algo)
     algo_cfg = algo_cfg or make_config(cfg.algo)
     algo_cfg.validate(cfg.group_size, local_prompts * cfg.group_size)
-    resolve_device(device)
+    resolve_device(device)  # a device that does not exist: one line, before anything else
     run_dir = Path(cfg.out_dir)
     replace_old = False if resume else check_run_dir(run_dir, cfg.overwrite)
     distributed.barrier()  # every process has checked the folder before process 0 changes it
     state = distributed.main_first(lambda: load_checkpoint_state(run_dir)) if resume else None
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
-        from .workbook.reward_model import ModelReward
-
         extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
         task = task.with_rewards(cfg.rule_weight, extra)
     check_rewards(task)
     set_seed(distributed.rank_seed(cfg.seed))  # several processes: each its own stream, so they sample different answers
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, device, cfg.dtype)
+    autocast_dtype = resolve_precision(cfg.dtype, policy.device)[1]  # the forward passes' autocast, if any
     lora = add_lora(policy, cfg) if cfg.lora_rank else None  # adapters put into policy in place; lora saves them and switches them off
     if cfg.chat_template:
         check_chat_template(tokenizer)
@@ -187,8 +204,9 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     if not cfg.lora_rank and (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume and main:
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
-                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk)
+                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk, autocast_dtype=autocast_dtype)
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk,
+                    autocast_dtype=autocast_dtype)
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off
@@ -212,55 +230,68 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
     distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
     if main:
         (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
+    return Run(cfg, algo_cfg, task, policy, tokenizer, algo, sampling, ref_model, lora, prompts, run_dir, start, resume, main, local_prompts)
+
+
+def run_loop(run: Run) -> list[dict]:
+    """Run the steps of a built run, appending each metrics row to ``metrics.jsonl`` as
+    soon as it is made, evaluating every ``eval_every`` steps and checkpointing every
+    ``save_every``. Returns every row (on resume, the earlier ones too)."""
+    cfg, algo, sampling, main = run.cfg, run.algo, run.sampling, run.main
 
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        share = distributed.my_share(prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
-        return rollout(policy, tokenizer, share, cfg.group_size, task.rewards, s, ref_model=ref_model, old_logprobs=algo.needs_old_logprobs, correct_key=task.correct_key,
-                       ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows)  # a KL that is only logged may be measured on a subsample
+        share = distributed.my_share(run.prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
+        return rollout(run.policy, run.tokenizer, share, cfg.group_size, run.task.rewards, s, ref_model=run.ref_model, old_logprobs=algo.needs_old_logprobs,
+                       correct_key=run.task.correct_key, ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows)  # a KL that is only logged may be measured on a subsample
 
-    eval_rows = task.test[: cfg.eval_prompts] if cfg.eval_prompts else task.test
+    eval_rows = run.task.test[: cfg.eval_prompts] if cfg.eval_prompts else run.task.test
+    metrics_path, samples_path = run.run_dir / "metrics.jsonl", run.run_dir / "samples.jsonl"
     # the logs: on resume keep what the checkpoint covers, drop the rest (it is recomputed)
-    rows = distributed.broadcast(read_rows(run_dir / "metrics.jsonl", start) if resume and main else [])
+    rows = distributed.broadcast(read_rows(metrics_path, run.start) if run.resumed and main else [])
     if main:
-        rewrite_rows(run_dir / "metrics.jsonl", rows)  # atomic: a kill now loses nothing the checkpoint covers
-        rewrite_rows(run_dir / "samples.jsonl", read_rows(run_dir / "samples.jsonl", start) if resume else [])
+        rewrite_rows(metrics_path, rows)  # atomic: a kill now loses nothing the checkpoint covers
+        rewrite_rows(samples_path, read_rows(samples_path, run.start) if run.resumed else [])
     # --report-to: rows also go to tensorboard/wandb/trackio (process 0 only)
-    metrics_log = with_trackers(JsonlLog(run_dir / "metrics.jsonl"), cfg.report_to, run_dir, resume, start) if main else distributed.NullLog()
-    samples_log = JsonlLog(run_dir / "samples.jsonl") if main else distributed.NullLog()
+    metrics_log = with_trackers(JsonlLog(metrics_path), cfg.report_to, run.run_dir, run.resumed, run.start) if main else distributed.NullLog()
+    samples_log = JsonlLog(samples_path) if main else distributed.NullLog()
 
     def run_eval(step: int) -> dict:  # on process 0; the others get its numbers
-        ev = distributed.broadcast(evaluate(policy, tokenizer, task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000, n_show=4,
-                                            top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk) if main else None)
+        ev = distributed.broadcast(evaluate(run.policy, run.tokenizer, run.task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000,
+                                            n_show=4, top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size,
+                                            logits_chunk=cfg.logits_chunk, autocast_dtype=sampling.autocast_dtype) if main else None)
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev
 
-    bar = tqdm(range(start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress or not main, dynamic_ncols=True, initial=start, total=cfg.steps)
+    def checkpoint(step: int) -> None:
+        save_run_checkpoint(run.run_dir, run.lora or run.policy, run.tokenizer, algo, step, run.prompts)  # with LoRA: the adapters
+
+    bar = tqdm(range(run.start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress or not main, dynamic_ncols=True, initial=run.start, total=cfg.steps)
     try:
-        if start == 0:
+        if run.start == 0:
             row0 = {"step": 0, **run_eval(0)}
             metrics_log.write(row0)
             rows.append(row0)
         for step in bar:
             t0 = time.perf_counter()
-            ro, info = algo.collect(sample, local_prompts)
+            ro, info = algo.collect(sample, run.local_prompts)
             t1 = time.perf_counter()
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
-            row = {"step": step, **distributed.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
+            row = {"step": step, **batch.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
             row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
-            row["tokens_per_second"] = distributed.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
+            row["tokens_per_second"] = batch.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
             if m.get("nonfinite") and cfg.on_nonfinite == "stop":
                 row["stopped"] = "non-finite loss or gradient; the update was not applied"
                 metrics_log.write(row)
                 rows.append(row)
                 raise FloatingPointError(
                     f"step {step}: non-finite loss or gradient (loss={m.get('loss')}, grad_norm={m.get('grad_norm')}); "
-                    f"lower lr or check the rewards, or pass on_nonfinite=skip. Rows so far: {run_dir / 'metrics.jsonl'}; last good checkpoint kept"
+                    f"lower lr or check the rewards, or pass on_nonfinite=skip. Rows so far: {metrics_path}; last good checkpoint kept"
                 )
             if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
                 row.update(run_eval(step))
@@ -268,18 +299,30 @@ def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Ta
             rows.append(row)
             bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
             if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, step, prompts)
-        save_run_checkpoint(run_dir, lora or policy, tokenizer, algo, cfg.steps, prompts)  # with LoRA: the adapters
+                checkpoint(step)
+        checkpoint(cfg.steps)
     finally:
         bar.close()
         metrics_log.close()
         samples_log.close()
-    df = pd.DataFrame(rows)
-    df.attrs["run_dir"] = str(run_dir)
-    return df
+    return rows
 
 
-def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
+def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> RunMetrics:
+    """Run one training job and return its metrics rows (:class:`~rlalgos.engine.runs.RunMetrics`,
+    a DataFrame whose ``run_dir`` is ``cfg.out_dir``).
+
+    ``algo_cfg`` defaults to the algorithm's own defaults; ``policy``/``tokenizer``
+    and ``task`` may be passed in (notebooks) instead of loaded from ``cfg``.
+    With ``resume=True`` the run continues from ``cfg.out_dir/checkpoint``
+    (see :func:`resume`). Under ``torchrun`` each process samples
+    ``prompts_per_step / WORLD_SIZE`` prompts and process 0 alone writes the run
+    folder (:mod:`rlalgos.engine.distributed`).
+    """
+    return run_metrics(run_loop(build_run(cfg, algo_cfg, policy, tokenizer, task, resume)), cfg.out_dir)
+
+
+def resume(run_dir: str | Path, steps: int | None = None) -> RunMetrics:
     """Continue a run from its last checkpoint, with the config it was started with
     (optionally a new total ``steps``). Optimizer, algorithm state, RNGs, prompt
     order and step counter are restored, so on CPU the rows match an
@@ -287,13 +330,3 @@ def resume(run_dir: str | Path, steps: int | None = None) -> pd.DataFrame:
     cfg, algo_cfg = load_run_config(run_dir)
     cfg = replace(cfg, out_dir=str(run_dir), steps=cfg.steps if steps is None else steps)
     return train(cfg, algo_cfg, resume=True)
-
-
-def load_metrics(run_dir: str | Path) -> pd.DataFrame:
-    """A run folder's ``metrics.jsonl`` as a DataFrame (``attrs["run_dir"]`` set)."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
-    df = pd.DataFrame(read_rows(path))
-    df.attrs["run_dir"] = str(run_dir)
-    return df

@@ -6,10 +6,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import numpy as np
-import pandas as pd
 import pytest
 
 from rlalgos.workbook.plots import eval_sample_count, is_binary, plot_runs, summary_table
+from rlalgos.engine.runs import run_metrics
 
 
 def fake_run(tmp_path, name, steps=10, with_kl_loss=False, eval_prompts=50, eval_samples=4):
@@ -23,9 +23,7 @@ def fake_run(tmp_path, name, steps=10, with_kl_loss=False, eval_prompts=50, eval
             row["kl_loss"] = 0.002 * s
         rows.append(row)
     rows[-1].update(eval_accuracy=0.5, eval_greedy_accuracy=0.7)
-    df = pd.DataFrame(rows)
-    df.attrs["run_dir"] = str(d)
-    return df
+    return run_metrics(rows, d)
 
 
 def test_legend_collects_groups_from_every_panel(tmp_path):

@@ -7,7 +7,8 @@ import torch
 from safetensors.torch import load_file
 
 from rlalgos.engine.forward import forward_logprobs
-from rlalgos.model import autocast_dtype, load_policy
+from rlalgos.engine.precision import resolve_precision
+from rlalgos.model import load_policy
 from rlalgos.engine.sampler import SamplingConfig, generate
 from rlalgos.train import TrainConfig, train
 
@@ -31,10 +32,10 @@ def linear_outputs():
 def test_bfloat16_runs_float32_weights_under_autocast(tiny_dir, linear_outputs):
     model, tok = load_policy(tiny_dir, device="cpu", dtype="bfloat16")
     fp32, _ = load_policy(tiny_dir, device="cpu", dtype="float32")
-    assert model.dtype == torch.float32 and autocast_dtype(model) == torch.bfloat16 and autocast_dtype(fp32) is None
+    assert model.dtype == fp32.dtype == torch.float32 and resolve_precision("bfloat16", model.device) == (torch.float32, torch.bfloat16)
     seen = linear_outputs
     args = batch(len(tok))
-    out = forward_logprobs(model, *args, with_entropy=True)
+    out = forward_logprobs(model, *args, with_entropy=True, autocast_dtype=torch.bfloat16)
     assert set(seen) == {(True, torch.bfloat16)}  # the matmuls ran in bf16
     ref = forward_logprobs(fp32, *args, with_entropy=True)
     assert seen[-1] == (True, torch.float32)
@@ -42,7 +43,7 @@ def test_bfloat16_runs_float32_weights_under_autocast(tiny_dir, linear_outputs):
     assert not torch.equal(out["logprobs"], ref["logprobs"])
     torch.testing.assert_close(out["logprobs"], ref["logprobs"], atol=0.05, rtol=0.02)  # bf16 rounding, not a different model
     seen.clear()
-    generate(model, tok, ["1+2=", "3+4="], SamplingConfig(max_new_tokens=3))
+    generate(model, tok, ["1+2=", "3+4="], SamplingConfig(max_new_tokens=3, autocast_dtype=torch.bfloat16))
     assert seen and set(seen) == {(False, torch.bfloat16)}  # the sampler's forward too
 
 
@@ -55,7 +56,7 @@ def test_a_step_bf16_weights_round_away_changes_the_float32_master_weights(tiny_
         model, tok = load_policy(tiny_dir, device="cpu", dtype=dtype)
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
         opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
-        (-forward_logprobs(model, *batch(len(tok)))["logprobs"].mean()).backward()
+        (-forward_logprobs(model, *batch(len(tok)), autocast_dtype=resolve_precision(dtype, model.device)[1])["logprobs"].mean()).backward()
         opt.step()
         moved = [(p.detach() != before[n]).float().mean().item() for n, p in model.named_parameters() if p.grad is not None and p.grad.abs().max() > 0]
         changed[dtype] = sum(moved) / len(moved)

@@ -12,7 +12,8 @@ import torch
 
 from rlalgos.tools import cli
 from rlalgos.config import TrainConfig, load_run_config, lr_warning, make_config
-from rlalgos.model import autocast_dtype, char_tokenizer, load_policy, resolve_precision, tiny_model
+from rlalgos.engine.precision import resolve_precision
+from rlalgos.model import char_tokenizer, load_policy, tiny_model
 from rlalgos.record import completion_mask_from_ids, decode_completions
 from rlalgos.rollout import rollout
 from rlalgos.engine.sampler import SamplingConfig, encode_prompts, generate, stop_token_ids
@@ -175,9 +176,9 @@ def test_dtype_is_how_the_model_is_loaded_and_run(tiny_dir):
     assert resolve_precision("auto", cuda) == resolve_precision("bfloat16", cpu) == (torch.float32, torch.bfloat16)  # fp32 master weights, bf16 autocast
     assert resolve_precision("bfloat16-weights", cuda) == (torch.bfloat16, None)
     model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16")
-    assert model.dtype == torch.float32 and autocast_dtype(model) == torch.bfloat16
+    assert model.dtype == torch.float32 and not hasattr(model, "rlalgos_autocast")  # the model carries no precision setting: the run's forward passes do
     model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16-weights")
-    assert model.dtype == torch.bfloat16 and autocast_dtype(model) is None
+    assert model.dtype == torch.bfloat16
     for bad in ("half", "float16"):
         with pytest.raises(ValueError, match="unknown dtype"):
             load_policy(tiny_dir, device="cpu", dtype=bad)
@@ -196,7 +197,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     pass (rollout, REINFORCE's own, eval), dtype the weights and the sampler's autocast, chat_template
     the prompts; config.json records them and resume runs with them. A model
     counted above 50M parameters at the default lr gets the warning."""
-    import rlalgos.algorithms.reinforce
+    import rlalgos.algorithms.base
     import rlalgos.rollout
     import rlalgos.engine.sampler
     import rlalgos.train
@@ -220,7 +221,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
         return wrapped
 
     monkeypatch.setattr(rlalgos.engine.sampler, "sample_completions", spy_sampler(rlalgos.engine.sampler.sample_completions))
-    for mod in (rlalgos.rollout, rlalgos.train, rlalgos.algorithms.reinforce):
+    for mod in (rlalgos.rollout, rlalgos.train, rlalgos.algorithms.base):
         monkeypatch.setattr(mod, "batched_logprobs", spy_scorer(mod.batched_logprobs))
     monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)
     run = tmp_path / "run"

@@ -3,10 +3,10 @@
 import json
 import math
 
-import pandas as pd
 import pytest
 
 from rlalgos.workbook.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
+from rlalgos.engine.runs import run_metrics
 
 
 def _run(tmp_path, name, seed, acc_end, entropy):
@@ -16,9 +16,7 @@ def _run(tmp_path, name, seed, acc_end, entropy):
     (d / "config.json").write_text(json.dumps({"train": {"seed": seed, "eval_prompts": 100, "eval_samples": 4}}))
     rows = [{"step": 0, "eval_accuracy": 0.3}] + [{"step": s, "entropy": entropy + 0.01 * (10 - s)} for s in range(1, 11)]
     rows[-1]["eval_accuracy"] = acc_end
-    df = pd.DataFrame(rows)
-    df.attrs["run_dir"] = str(d)
-    return df
+    return run_metrics(rows, d)
 
 
 def test_final_value_eval_is_last_logged_and_train_is_tail_mean(tmp_path):

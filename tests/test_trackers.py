@@ -125,7 +125,7 @@ def test_a_missing_tracker_is_one_line_before_anything_runs(tmp_path, flag, need
 def test_tensorboard_holds_every_numeric_value_of_metrics_jsonl(tmp_path, tiny_dir):
     pytest.importorskip("tensorboard", reason="needs the tensorboard extra: pip install rlalgos[tensorboard]")
     df = train(_cfg(tmp_path, tiny_dir, report_to="tensorboard"))
-    run = Path(df.attrs["run_dir"])
+    run = Path(df.run_dir)
     rows = load_metrics(run).to_dict("records")
     assert [r["step"] for r in rows] == [0, 1, 2, 3]
     expected = _numbers(_jsonl(run))

@@ -236,7 +236,7 @@ def test_gsm8k_file_holds_out_a_test_split(tmp_path, tiny_dir):
     both = get_task(f"gsm8k:{train_file},{test_file}")
     assert len(both.train) == 40 and len(both.test) == 3
     df = train(_cfg(tmp_path, tiny_dir, task=f"gsm8k:{train_file}", steps=1, max_new_tokens=4))
-    saved = json.loads((Path(df.attrs["run_dir"]) / "config.json").read_text())["task"]
+    saved = json.loads((Path(df.run_dir) / "config.json").read_text())["task"]
     assert saved["test_rows"] == 4 and saved["test_source"].startswith("held out 4 of the 40 rows")
 
 
@@ -275,7 +275,7 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
     runs = [(TrainConfig(**{**base.__dict__, "out_dir": str(tmp_path / f"r{i}"), "seed": i}), make_config("grpo")) for i in range(3)]
     out = sweep.run_many(runs, jobs=2, progress=False)
     assert torch.get_num_threads() == before
-    assert [df.attrs["run_dir"] for df in out] == [str(tmp_path / f"r{i}") for i in range(3)]  # in the given order
+    assert [df.run_dir for df in out] == [str(tmp_path / f"r{i}") for i in range(3)]  # in the given order
 
 
 def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):

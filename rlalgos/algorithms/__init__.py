@@ -1,31 +1,30 @@
 """The algorithms, each a small diff of the previous one:
 ``reinforce.py -> ppo.py -> grpo.py -> dapo.py`` (and ``grpo.py -> gspo.py``), on
-the shared update loop in ``base.py``. Their hyperparameters (one dataclass each,
-a docstring per field) and the registry of names, presets included (``drgrpo``,
-``rloo``, ``dualclip``), are in :mod:`rlalgos.config`."""
+the shared :class:`~rlalgos.algorithms.base.Algorithm`. Their hyperparameters
+(one dataclass each, a docstring per field) and the one registry of names,
+presets included (``drgrpo``, ``rloo``, ``dualclip``), are in
+:mod:`rlalgos.config`; a name runs the class whose ``Config`` is its config
+class (a preset runs its base algorithm's class).
+"""
 
 from __future__ import annotations
 
-from ..config import ALGORITHMS, AlgoConfig, make_config
+from ..config import ALGORITHMS, AlgoConfig, algorithm_config, make_config
 from .base import Advantages, Algorithm
 from .dapo import DAPO
 from .grpo import GRPO
 from .gspo import GSPO
-from .ppo import PPO
+from .ppo import PPO, Clipped
 from .reinforce import Reinforce
 
-CLASSES: dict[str, type[Algorithm]] = {"reinforce": Reinforce, "ppo": PPO, "grpo": GRPO, "dapo": DAPO, "drgrpo": GRPO, "rloo": Reinforce,
-                                   "dualclip": GRPO, "gspo": GSPO}
-"""name -> the class that runs it (presets share their base algorithm's class)."""
-assert CLASSES.keys() == ALGORITHMS.keys()
+CLASSES: tuple[type[Algorithm], ...] = (Reinforce, PPO, GRPO, DAPO, GSPO)
+"""The classes that run the registered algorithms, one per config class."""
 
 
 def get_algorithm(name: str) -> type[Algorithm]:
     """The class that runs algorithm ``name`` (a one-line ``ValueError`` if there is none)."""
-    from ..config import algorithm_config
-
-    algorithm_config(name)
-    return CLASSES[name]
+    config = algorithm_config(name).config
+    return next(cls for cls in CLASSES if cls.Config is config)
 
 
-__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "PPO", "GRPO", "DAPO", "GSPO", "get_algorithm", "make_config"]
+__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "Clipped", "PPO", "GRPO", "DAPO", "GSPO", "get_algorithm", "make_config"]

@@ -1,7 +1,4 @@
-"""The machinery every algorithm shares, so that the algorithm files need not
-read it: the optimizer, the epochs x minibatches x micro-batch update loop with
-its length buckets and gradient weights, the non-finite guard, and the metrics
-every row carries.
+"""What every algorithm shares: the optimizer, the update step, the checkpoint.
 
 An algorithm subclasses :class:`Algorithm` and writes two methods:
 
@@ -9,29 +6,33 @@ An algorithm subclasses :class:`Algorithm` and writes two methods:
   per row (the advantages, the loss mask, anything else), as explicit values;
 * ``loss(mb, out, adv, old_logp) -> (loss, metrics)``: for one micro-batch.
 
-The training loop (``rlalgos.train``) calls, once per step::
+The training loop (:mod:`rlalgos.train`) calls, once per step::
 
     ro, info = algo.collect(sample, num_prompts)   # usually just sample(num_prompts)
     metrics = algo.update(ro)
+
+A few hooks have defaults that an algorithm may change: ``collect`` (which
+samples make the batch: DAPO's dynamic sampling), ``needs_ref`` (whether a
+reference model is needed), ``wants_entropy_grad`` (an entropy bonus), and
+``update`` itself (to log or adapt something around the step: DAPO's entropy
+monitor). The optimizer steps themselves, with micro-batches, length buckets and
+several processes, are one named line: :func:`rlalgos.engine.update.minibatch_updates`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from .. import core
-from ..engine import distributed
-from ..engine.buckets import length_buckets
 from ..config import AlgoConfig
-from ..engine.forward import forward_logprobs
+from ..engine.forward import batched_logprobs
+from ..engine.update import minibatch_updates
 from ..record import Rollout
 
 
-@dataclass
+@dataclass(frozen=True)
 class Advantages:
     """What an algorithm's ``advantages`` hands to its ``loss``, row-aligned with the rollout."""
 
@@ -48,16 +49,20 @@ class Advantages:
 
 
 class Algorithm:
-    """Base class: owns the policy's optimizer and runs the update loop."""
+    """Base class: owns the policy's optimizer and runs the update step.
 
-    name = "base"
+    ``max_new_tokens`` is the sampling length limit (L_max of Dr. GRPO and of
+    DAPO's overlong penalty). ``score_batch_size``, ``logits_chunk`` and
+    ``autocast_dtype`` say how its forward passes run (TrainConfig's fields of the
+    same names and its ``dtype``; :mod:`rlalgos.engine.forward`); they change
+    memory and speed, never the maths.
+    """
 
-    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1):
+    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1,
+                 autocast_dtype: torch.dtype | None = None):
         self.policy, self.cfg = policy, cfg
-        self.max_new_tokens = max_new_tokens  # the sampling length limit (L_max of Dr. GRPO, DAPO's overlong penalty)
-        # how its own forward passes run (TrainConfig's fields of the same names): sequences per no-grad
-        # scoring pass, and tokens per LM-head chunk (-1 auto, 0 all at once; rlalgos.engine.forward)
-        self.score_batch_size, self.logits_chunk = score_batch_size, logits_chunk
+        self.max_new_tokens = max_new_tokens
+        self.score_batch_size, self.logits_chunk, self.autocast_dtype = score_batch_size, logits_chunk, autocast_dtype
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far
@@ -86,7 +91,7 @@ class Algorithm:
         raise NotImplementedError
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
-        """Scalar loss and metrics for one micro-batch. ``out`` is :func:`forward_logprobs`'s dict."""
+        """Scalar loss and metrics for one micro-batch. ``out`` is :func:`~rlalgos.engine.forward.forward_logprobs`'s dict."""
         raise NotImplementedError
 
     @property
@@ -98,98 +103,27 @@ class Algorithm:
         """Whether the loss differentiates the entropy (an entropy bonus)."""
         return False
 
-    # ---- the shared update loop --------------------------------------------- #
+    def sampling_logprobs(self, ro: Rollout) -> torch.Tensor:
+        """(N, T) log-probs of the sampling policy: the rollout's, or one no-grad pass now
+        (before the update the policy is still the one that sampled)."""
+        if ro.old_logprobs is not None:
+            return ro.old_logprobs
+        return batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype)
+
+    # ---- the update ---------------------------------------------------------- #
 
     def parameters(self):
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
     def update(self, ro: Rollout) -> dict:
-        """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps.
-
-        Each minibatch runs as length buckets (and at most ``micro_batch_size``
-        rows per pass); each pass's loss is weighted by its share of the
-        minibatch (of tokens for token-mean, of answers otherwise), so the
-        accumulated gradient equals one pass over the whole minibatch. With
-        several processes the shares are of the minibatch over all of them and
-        the gradients are summed over processes (:mod:`rlalgos.engine.distributed`).
-        """
+        """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps on :meth:`loss`."""
         self.policy.train()
         adv = self.advantages(ro)
-        N, cfg = len(ro), self.cfg
-        logs: dict[str, list[float]] = {}
-        first_pass: dict[str, float] = {}
-        if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
-            self._record_sampling_stats(ro, ro.old_logprobs, ro.old_entropy, first_pass)
-        loss_tokens = adv.mask.sum(-1)  # (N,) tokens each row adds to a token-mean
-        lengths = ro.length_key()  # (N,) sort key for the length buckets
-        for epoch in range(cfg.epochs):
-            order = torch.randperm(N, device=adv.values.device) if cfg.minibatches > 1 else torch.arange(N, device=adv.values.device)
-            for idx in distributed.minibatches(order, cfg.minibatches):
-                self.optimizer.zero_grad(set_to_none=True)
-                # the minibatch's tokens and answers on every process: the denominators of the weights below
-                mb_tokens, mb_rows = distributed.global_counts(loss_tokens[idx].sum(), len(idx))
-                mb_tokens = mb_tokens.clamp(min=1e-8)
-                finite, mb_logs = True, {}  # every micro-batch loss is finite; metrics weighted like the loss
-                for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
-                    mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
-                    a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
-                    record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
-                    out = forward_logprobs(self.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
-                                           with_entropy=record_sampling, entropy_grad=self.wants_entropy_grad(), logits_chunk=self.logits_chunk)
-                    old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
-                    loss, m = self.loss(mb, out, a, old)
-                    # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
-                    w = loss_tokens[sub].sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / mb_rows
-                    (loss * w).backward()
-                    m["loss"] = loss.item()
-                    finite = finite and math.isfinite(m["loss"])
-                    if record_sampling:
-                        self._record_sampling_stats(mb, out["logprobs"], out["entropy"], first_pass)
-                    for k, v in m.items():  # the weights sum to 1 over the minibatch
-                        mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
-                finite, mb_logs = distributed.sync_gradients(self.parameters(), finite, mb_logs)  # sums over processes
-                for k, v in mb_logs.items():
-                    logs.setdefault(k, []).append(v)
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters(), cfg.max_grad_norm)
-                logs.setdefault("grad_norm", []).append(grad_norm.item())
-                if finite and torch.isfinite(grad_norm):
-                    self.optimizer.step()
-                else:  # never let NaN/inf into the weights
-                    self.optimizer.zero_grad(set_to_none=True)
-                    logs.setdefault("nonfinite", []).append(1.0)
-        first_pass = distributed.reduce_sums(first_pass)  # token sums over processes
-        metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
-        metrics.update({k: v / max(first_pass.get("_tokens", 1.0), 1.0) for k, v in first_pass.items() if not k.startswith("_")})
-        if "kl" in first_pass:  # per token of the answers it was measured on
-            metrics["kl"] = first_pass["kl"] / max(first_pass["_kl_tokens"], 1.0)
-        if "_kl_rows" in first_pass:  # measured on a subsample of the answers: an estimate, with its standard error
-            p = first_pass
-            metrics["kl"], metrics["kl_stderr"] = core.ratio_estimate(p["kl"], p["_kl_tokens"], p["_kl_yy"], p["_kl_yn"], p["_kl_nn"], int(p["_kl_rows"]), int(p["_rows"]))
+        metrics = minibatch_updates(self, ro, adv)  # the engine: micro-batches, length buckets, processes
         metrics.update(adv.metrics)
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         self.step_count += 1
-        if "nonfinite" in metrics:
-            metrics["nonfinite"] = 1.0
         return metrics
-
-    @torch.no_grad()
-    def _record_sampling_stats(self, mb: Rollout, logp: torch.Tensor, entropy: torch.Tensor, acc: dict) -> None:
-        """Token-weighted sums of the sampling policy's entropy and k3 KL to the reference
-        (the KL over the rows that have reference log-probs: all, or a subsample)."""
-        mask = mb.completion_mask
-        add = lambda k, v: acc.__setitem__(k, acc.get(k, 0.0) + float(v))  # noqa: E731
-        add("_tokens", mask.sum().item())
-        add("entropy", core.masked_sum(entropy.detach(), mask).item())
-        if mb.ref_logprobs is None:
-            return
-        kl_mask = mask if mb.ref_rows is None else mask * mb.ref_rows.unsqueeze(1)  # (n, T)
-        kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")
-        add("_kl_tokens", kl_mask.sum().item())
-        add("kl", core.masked_sum(kl, kl_mask).item())
-        if mb.ref_rows is not None:  # sums over the measured answers for the estimate's standard error (core.ratio_estimate)
-            y, n = core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows], kl_mask.sum(-1)[mb.ref_rows]  # (m,) per answer
-            for k, v in (("_kl_rows", len(y)), ("_rows", len(mb)), ("_kl_yy", (y * y).sum()), ("_kl_yn", (y * n).sum()), ("_kl_nn", (n * n).sum())):
-                add(k, v)
 
     # ---- checkpointing ------------------------------------------------------ #
 

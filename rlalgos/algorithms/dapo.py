@@ -25,19 +25,19 @@ Hyperparameters: :class:`rlalgos.config.DAPOConfig`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 
 from .. import core
-from ..engine import distributed
 from ..config import DAPOConfig, parse_stages
+from ..engine import batch
 from ..record import Rollout
 from .base import Advantages
 from .grpo import GRPO
 
 
 class DAPO(GRPO):
-    name = "dapo"
     Config = DAPOConfig
 
     def __init__(self, policy, cfg: DAPOConfig, max_new_tokens: int = 0, **forward_kw):
@@ -62,27 +62,26 @@ class DAPO(GRPO):
     # ---- dynamic sampling ---------------------------------------------------- #
 
     def collect(self, sample, num_prompts):
-        """``num_prompts`` is this process's share; with several processes every count
-        below (kept, sampled, the target) is over all of them, so they take the same
-        decisions, and each keeps :func:`distributed.allocate`'s part of the batch."""
+        """Drop the groups whose rewards are all equal and sample more until the batch is
+        full again, at most ``max_resample_rounds`` extra rounds. Every count is over the
+        whole batch (``batch.groups``): with several processes they take the same decisions."""
         mode = self.cfg.dynamic_sampling
         first = sample(num_prompts, temperature=self.temperature)
         G = first.group_size
         if mode in ("off", "downweight"):
             return first, {"sampling_temperature": first.temperature}
-        world = distributed.world_size()
-        target = num_prompts * world  # groups wanted over all processes
+        target = batch.total(num_prompts)  # groups wanted in the whole batch
         seen, kept, extra_rounds = [first], [self._informative(first)], 0
-        n_kept = distributed.total(len(kept[0]) // G)
+        n_kept = batch.groups(kept)
         while mode == "resample" and n_kept < target and extra_rounds < self.cfg.max_resample_rounds:
-            keep_rate = max(n_kept / distributed.total(sum(len(r) // G for r in seen)), 0.1)
-            ro = sample(min(num_prompts, math.ceil((target - n_kept) / keep_rate / world)), temperature=self.temperature)
+            keep_rate = max(n_kept / batch.groups(seen), 0.1)  # share of sampled groups that carried signal
+            ro = sample(min(num_prompts, math.ceil(batch.share((target - n_kept) / keep_rate))), temperature=self.temperature)
             seen.append(ro)
             kept.append(self._informative(ro))
-            n_kept += distributed.total(len(kept[-1]) // G)
+            n_kept = batch.groups(kept)
             extra_rounds += 1
-        sampled = distributed.total(sum(len(r) // G for r in seen))
-        info = distributed.rollout_stats(Rollout.concat(seen))  # what the policy did on everything it sampled
+        sampled = batch.groups(seen)
+        info = batch.rollout_stats(Rollout.concat(seen))  # what the policy did on everything it sampled
         info.update({
             "ds_sampled_groups": sampled,
             "ds_dropped_frac": 1.0 - n_kept / sampled,
@@ -94,9 +93,9 @@ class DAPO(GRPO):
         if n_kept == 0:  # every group degenerate: nothing to learn from, train on the plain batch
             info["ds_batch_groups"] = target
             return first, info
-        mine = distributed.allocate(sum(len(k) // G for k in kept), num_prompts)  # this process's groups of the batch (maybe 0)
-        batch = Rollout.concat([k for k in kept if len(k)] or [first])
-        return batch.select(torch.arange(mine * G)), info
+        mine = batch.allocate(sum(len(k) // G for k in kept), num_prompts)  # this process's groups of the batch (all of them in one process)
+        kept_groups = Rollout.concat([k for k in kept if len(k)] or [first])
+        return kept_groups.select(torch.arange(mine * G)), info
 
     @staticmethod
     def _informative(ro: Rollout) -> Rollout:
@@ -115,12 +114,10 @@ class DAPO(GRPO):
         penalty = 0.0
         if self.cfg.overlong_penalty and self.max_new_tokens:
             pen = core.overlong_penalty(ro.lengths, self.max_new_tokens, min(self.cfg.overlong_buffer, self.max_new_tokens))  # (N,)
-            penalty = distributed.mean(pen)  # over the whole batch
+            penalty = batch.mean(pen)  # over the whole batch
             ro = ro.with_rewards(ro.rewards + pen)
-        adv = super().advantages(ro)
-        adv.mask = adv.mask * weight.unsqueeze(-1)  # (N, T)
-        adv.metrics["overlong_penalty"] = penalty
-        return adv
+        adv = super().advantages(ro)  # GRPO's group advantages of the shaped rewards
+        return replace(adv, mask=adv.mask * weight.unsqueeze(-1), metrics={**adv.metrics, "overlong_penalty": penalty})  # (N, T) mask
 
     # ---- loss: GRPO's, minus the entropy bonus while the monitor fires ------ #
 

@@ -1,6 +1,7 @@
 """Vanilla GRPO (DeepSeekMath): PPO's clipped ratio, but no critic.
 
-The diff from PPO (``ppo.py``):
+The diff from PPO (``ppo.py``; the class shares PPO's :class:`~rlalgos.algorithms.ppo.Clipped`
+objective, not its critic):
 
 * **no critic**: no value model, no GAE. Sample G answers per prompt; the
   other answers are the baseline: ``A_i = (r_i - mean_group) / (std_group + eps)``,
@@ -28,15 +29,11 @@ from .. import core
 from ..config import GRPOConfig
 from ..record import Rollout
 from .base import Advantages
-from .ppo import PPO
+from .ppo import Clipped
 
 
-class GRPO(PPO):
-    name = "grpo"
+class GRPO(Clipped):
     Config = GRPOConfig
-
-    def make_critic(self, policy) -> None:
-        return None  # the group replaces the critic
 
     def advantages(self, ro: Rollout) -> Advantages:
         adv = core.group_advantages(ro.rewards, ro.group_size, self.cfg.adv_scale, self.cfg.adv_eps)  # (N,)

@@ -29,7 +29,6 @@ from .grpo import GRPO
 
 
 class GSPO(GRPO):
-    name = "gspo"
     Config = GSPOConfig
 
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor):

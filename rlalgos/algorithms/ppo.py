@@ -18,6 +18,9 @@ The diff from REINFORCE (``reinforce.py``):
   value loss trains the critic alongside. ``clip_c`` > 1 adds the dual clip
   (Ye et al. 2020): where A < 0 the loss is at most ``-A * clip_c``.
 
+In code, two classes as in the configs: :class:`Clipped` is REINFORCE's loss
+with the clipped ratio (``ClippedConfig``, which GRPO shares), and :class:`PPO`
+adds the critic and GAE to it (``PPOConfig``).
 Hyperparameters: :class:`rlalgos.config.PPOConfig`.
 """
 
@@ -29,46 +32,63 @@ import torch
 from torch import nn
 
 from .. import core
-from ..engine import distributed
-from ..config import PPOConfig
-from ..engine.forward import sequence_inputs
-from ..model import autocast, autocast_dtype, set_autocast
+from ..config import ClippedConfig, PPOConfig
+from ..engine import batch
+from ..engine.forward import head_on_completion
 from ..record import Rollout
-from .base import Advantages
-from .reinforce import Reinforce
+from .base import Advantages, Algorithm
+
+
+class Clipped(Algorithm):
+    """The clipped objective PPO adds to REINFORCE's update, and GRPO keeps.
+
+    REINFORCE's loss ``-A * r`` with the ratio ``r = pi / pi_old`` clipped: once a
+    token's ratio has left ``[1 - clip_low, 1 + clip_high]`` in the direction its
+    advantage pushes, its term is constant and its own gradient is zero, so
+    several optimizer steps on one rollout cannot move it far. Both PPO and GRPO
+    are this class plus their own advantages (:class:`rlalgos.config.ClippedConfig`).
+    """
+
+    Config = ClippedConfig
+
+    def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
+        """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
+        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip)."""
+        return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len,
+                                clip_c=self.cfg.clip_c or None, ratio_level=ratio_level)
+
+    def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
+        pg, m = self.policy_loss(out, adv, old_logp)
+        m["pg_loss"] = pg.item()
+        return pg, m
 
 
 class ValueModel(nn.Module):
     """A scalar head on a copy of the policy's trunk: V(s_t) for every completion position."""
 
-    def __init__(self, policy):
+    def __init__(self, policy, autocast_dtype: torch.dtype | None = None):
         super().__init__()
         self.trunk = copy.deepcopy(policy.base_model)  # the transformer without the LM head
         self.head = nn.Linear(policy.config.hidden_size, 1, dtype=next(policy.parameters()).dtype)
         nn.init.zeros_(self.head.weight)  # start by predicting 0 everywhere
         nn.init.zeros_(self.head.bias)
-        set_autocast(self, autocast_dtype(policy))  # the policy's mixed precision, if any
+        self.autocast_dtype = autocast_dtype  # the policy's mixed precision, if any
 
     def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """Values at the positions that predict each completion token. Returns (N, T) floats."""
-        T = completion_ids.shape[1]
-        input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-        with autocast(self):
-            h = self.trunk(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state  # (N, P+T, H)
-            return self.head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
+        return head_on_completion(self.trunk, self.head, prompt_ids, prompt_mask, completion_ids, completion_mask, self.autocast_dtype)
 
 
-class PPO(Reinforce):
-    name = "ppo"
+class PPO(Clipped):
     Config = PPOConfig
 
     def __init__(self, policy, cfg: PPOConfig, max_new_tokens: int = 0, **forward_kw):
         super().__init__(policy, cfg, max_new_tokens, **forward_kw)
         self.critic = self.make_critic(policy)
 
-    def make_critic(self, policy) -> ValueModel | None:
-        """The critic and its own parameter group (lr ``critic_lr``) in the optimizer."""
-        critic = ValueModel(policy).to(next(policy.parameters()).device).train()
+    def make_critic(self, policy) -> ValueModel:
+        """The critic, with its own parameter group (lr ``critic_lr``) in the optimizer."""
+        critic = ValueModel(policy, self.autocast_dtype).to(next(policy.parameters()).device).train()
         self.optimizer.add_param_group({"params": list(critic.parameters()), "lr": self.cfg.critic_lr, "weight_decay": 0.0})
         return critic
 
@@ -86,16 +106,10 @@ class PPO(Reinforce):
         last = (mask.sum(-1).long() - 1).clamp(min=0)  # (N,) index of the last real token
         rewards[torch.arange(len(ro)), last] += ro.rewards
         adv, returns = core.gae(rewards, values, mask, self.cfg.gamma, self.cfg.lam)  # (N, T) each
-        ev = distributed.explained_variance(values, returns, mask)  # over the whole batch (every process's rows)
+        ev = batch.explained_variance(values, returns, mask)  # over the whole batch
         if self.cfg.whiten:
-            adv = distributed.masked_whiten(adv, mask) * mask
+            adv = batch.whiten(adv, mask) * mask  # with the whole batch's mean and variance
         return Advantages(adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev})
-
-    def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
-        """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
-        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip)."""
-        return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len,
-                                clip_c=self.cfg.clip_c or None, ratio_level=ratio_level)
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         pg, m = self.policy_loss(out, adv, old_logp)
@@ -104,10 +118,8 @@ class PPO(Reinforce):
         return pg + self.cfg.vf_coef * vl, m
 
     def state_dict(self) -> dict:
-        critic = {"critic": self.critic.state_dict()} if self.critic is not None else {}
-        return {**super().state_dict(), **critic}
+        return {**super().state_dict(), "critic": self.critic.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        if self.critic is not None:
-            self.critic.load_state_dict(state["critic"])
+        self.critic.load_state_dict(state["critic"])
         super().load_state_dict(state)

@@ -16,28 +16,21 @@ from __future__ import annotations
 import torch
 
 from .. import core
-from ..engine import distributed
 from ..config import ReinforceConfig
-from ..engine.forward import batched_logprobs
+from ..engine import batch
 from ..record import Rollout
 from .base import Advantages, Algorithm
 
 
 class Reinforce(Algorithm):
-    name = "reinforce"
     Config = ReinforceConfig
-
-    def sampling_logprobs(self, ro: Rollout) -> torch.Tensor:
-        """(N, T) log-probs of the sampling policy: the rollout's, or one no-grad pass now
-        (the policy has not moved since sampling)."""
-        return ro.old_logprobs if ro.old_logprobs is not None else batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk)
 
     def advantages(self, ro: Rollout) -> Advantages:
         r = ro.rewards  # (N,)
         if self.cfg.kl_coef > 0:  # KL penalty in the reward: r - beta * sum_t KL_t
             kl = core.kl_estimate(self.sampling_logprobs(ro), ro.ref_logprobs, self.cfg.kl_estimator)  # (N, T)
             r = r - self.cfg.kl_coef * core.masked_sum(kl, ro.completion_mask, dim=-1)
-        r = r - distributed.baseline(r, ro.group_size, self.cfg.baseline)  # (N,) batch_mean: of the whole batch, on every process
+        r = r - batch.baseline(r, ro.group_size, self.cfg.baseline)  # (N,) batch_mean: the mean of the whole batch
         return Advantages(r.unsqueeze(-1), ro.completion_mask)  # (N, 1): the same advantage for every token of an answer
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):

@@ -15,12 +15,12 @@ With N processes:
   to its own ``1/N`` of them (:func:`my_share`: prompts are split, never groups),
   from its own random stream (:func:`rank_seed`);
 * the update loop weights each micro-batch by its share of the minibatch's tokens
-  or answers *over all processes* (:func:`global_counts`), so the gradients
+  or answers *over all processes* (:func:`rlalgos.engine.batch.counts`), so the gradients
   summed over processes (:func:`sync_gradients`) are the gradient of one process
   on the whole batch: token-mean is the global token-mean, not a mean of
   per-process means;
-* the metric row describes the whole batch (:func:`rollout_stats`,
-  :func:`reduce_sums`); process 0 alone writes the run folder, evaluates and
+* the statistics an algorithm takes over its batch (a mean, a whitening, a
+  baseline, the metric row) are over every process's rows (:mod:`rlalgos.engine.batch`); process 0 alone writes the run folder, evaluates and
   checkpoints; every process loads the checkpoint to resume.
 
 The gradients are summed with one explicit all-reduce per optimizer step rather
@@ -41,8 +41,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .. import core
-from ..model import resolve_device
+from .precision import resolve_device
 
 LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -142,22 +141,6 @@ def my_share(rows: list) -> list:
     return rows if world_size() == 1 else rows[rank() * n : (rank() + 1) * n]
 
 
-def allocate(have: int, want: int) -> int:
-    """How many of its ``have`` items this process keeps so that all processes
-    together keep ``min(sum have, N * want)``: each its own ``want`` first, the
-    rest from the processes with more, in rank order. One process: ``min(have, want)``."""
-    if world_size() == 1:
-        return min(have, want)
-    counts = gather(have)
-    base = [min(c, want) for c in counts]
-    left = want * len(counts) - sum(base)
-    for r, c in enumerate(counts):
-        extra = min(c - base[r], left)
-        base[r] += extra
-        left -= extra
-    return base[rank()]
-
-
 def minibatches(order: torch.Tensor, n: int) -> list[torch.Tensor]:
     """``order.chunk(n)``, padded with empty chunks to exactly ``n`` with several
     processes: every process then takes the same number of optimizer steps, also
@@ -191,15 +174,6 @@ def broadcast(obj):
     return box[0]
 
 
-def total(x):
-    """Sum of a number (or a scalar tensor) over processes, added in rank order (the
-    same bits on every process); unchanged in one process."""
-    if world_size() == 1:
-        return x
-    s = sum(gather(x.item() if isinstance(x, torch.Tensor) else x))
-    return torch.as_tensor(s, dtype=x.dtype, device=x.device) if isinstance(x, torch.Tensor) else s
-
-
 def reduce_sums(d: dict) -> dict:
     """Per key, the sum over processes of ``d``'s values (a key missing on a process counts 0).
     Summed in rank order on every process, so every process gets the same bits."""
@@ -210,23 +184,6 @@ def reduce_sums(d: dict) -> dict:
         for k, v in part.items():
             out[k] = out.get(k, 0.0) + v
     return out
-
-
-def mean(x: torch.Tensor) -> float:
-    """Mean of ``x``'s entries over every process's ``x``."""
-    if world_size() == 1:
-        return x.mean().item()
-    s = reduce_sums({"sum": x.sum().item(), "n": x.numel()})
-    return s["sum"] / s["n"] if s["n"] else float("nan")
-
-
-def global_counts(tokens: torch.Tensor, rows: int):
-    """A minibatch's loss tokens (a scalar tensor) and answers, summed over processes:
-    the denominators of the gradient weights. Unchanged in one process."""
-    if world_size() == 1:
-        return tokens, rows
-    s = reduce_sums({"tokens": tokens.item(), "rows": rows})
-    return torch.as_tensor(s["tokens"], dtype=tokens.dtype, device=tokens.device), int(s["rows"])
 
 
 # --------------------------------------------------------------------------- #
@@ -283,63 +240,6 @@ def broadcast_parameters(params) -> None:
     with torch.no_grad():
         for p in params:
             dist.broadcast(p.data, src=0)
-
-
-# --------------------------------------------------------------------------- #
-# Batch statistics over every process
-# --------------------------------------------------------------------------- #
-
-
-def rollout_stats(ro) -> dict:
-    """:meth:`Rollout.stats` of the whole batch: every process's rows together."""
-    if world_size() == 1:
-        return ro.stats()
-    from ..record import row_stats
-
-    cols = gather({"rewards": ro.rewards.cpu(), "parts": {k: v.cpu() for k, v in ro.reward_parts.items()},
-                   "lengths": ro.lengths.cpu(), "truncated": ro.truncated.cpu()})
-    cat = lambda key: torch.cat([c[key] for c in cols])  # noqa: E731
-    parts = {k: torch.cat([c["parts"][k] for c in cols]) for k in cols[0]["parts"]}
-    return row_stats(cat("rewards"), parts[ro.correct_key], parts, cat("lengths"), cat("truncated"), ro.group_size)
-
-
-def masked_moments(x: torch.Tensor, mask: torch.Tensor):
-    """Mean and unbiased variance of the masked entries of ``x`` over every process
-    (as :func:`core.masked_mean` / :func:`core.masked_var` in one process)."""
-    if world_size() == 1:
-        return core.masked_mean(x, mask), core.masked_var(x, mask)
-    mask = mask.to(x.dtype)
-    s = reduce_sums({"n": mask.sum().item(), "sum": core.masked_sum(x, mask).item()})
-    n = max(s["n"], 1.0)
-    m = s["sum"] / n
-    ss = total(core.masked_sum((x - m) ** 2, mask).item())
-    var = ss / n * (s["n"] / (s["n"] - 1) if s["n"] > 1 else 1.0)
-    return torch.as_tensor(m, dtype=x.dtype, device=x.device), torch.as_tensor(var, dtype=x.dtype, device=x.device)
-
-
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """:func:`core.masked_whiten` with the whole batch's mean and variance."""
-    if world_size() == 1:
-        return core.masked_whiten(x, mask, eps=eps)
-    m, var = masked_moments(x, mask)
-    return (x - m) * torch.rsqrt(var + eps)
-
-
-def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
-    """:func:`core.explained_variance` over the whole batch."""
-    if world_size() == 1:
-        return core.explained_variance(values, returns, mask)
-    var_r = masked_moments(returns, mask)[1]
-    if var_r.item() == 0:
-        return float("nan")
-    return (1.0 - masked_moments(returns - values, mask)[1] / var_r).item()
-
-
-def baseline(rewards: torch.Tensor, group_size: int, kind: str) -> torch.Tensor:
-    """:func:`core.baseline`, with ``batch_mean`` the mean of the whole batch."""
-    if kind != "batch_mean" or world_size() == 1:
-        return core.baseline(rewards, group_size, kind)
-    return torch.full_like(rewards, mean(rewards))
 
 
 # --------------------------------------------------------------------------- #

@@ -17,8 +17,14 @@ from torch.utils.checkpoint import checkpoint
 
 from .. import core
 from .buckets import length_buckets
-from ..model import autocast
+from .precision import autocast
 from ..record import Rollout
+
+
+def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions counted from the first real (non-pad) token, as ``generate`` counts
+    them for left-padded prompts. attention_mask: (N, L); returns (N, L)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
 def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
@@ -29,8 +35,7 @@ def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
     """
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)  # (N, P+T)
     attn = torch.cat([prompt_mask, completion_mask.to(prompt_mask.dtype)], dim=1)  # (N, P+T)
-    position_ids = (attn.long().cumsum(-1) - 1).clamp(min=0)  # (N, P+T)
-    return input_ids, attn, position_ids
+    return input_ids, attn, position_ids(attn)  # (N, P+T) each
 
 
 def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False) -> dict:
@@ -100,7 +105,7 @@ def chunk_tokens(model, logits_chunk: int) -> int:
 
 
 def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False,
-                     logits_chunk: int = 0):
+                     logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
     """Run ``model`` on prompt + completion and return the log-prob of each completion token.
 
     Position ids are counted from the first real (non-pad) token, exactly as
@@ -110,7 +115,9 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     ``logits_chunk`` > 0 and fewer than the batch's N*T tokens: the LM head runs
     that many tokens at a time (:func:`chunked_logits_stats`): the same numbers up
     to float rounding, at most one chunk's logits in memory. 0: the whole (N, T, V) at once;
-    -1: auto (:func:`chunk_tokens`).
+    -1: auto (:func:`chunk_tokens`). ``autocast_dtype``: run the model under
+    ``torch.autocast`` in that dtype (:mod:`rlalgos.engine.precision`); the log-probs
+    come out float32 either way.
 
     prompt_ids, prompt_mask: (N, P); completion_ids, completion_mask: (N, T)
     returns: dict with ``logprobs`` (N, T), and ``entropy`` (N, T; detached unless
@@ -119,7 +126,7 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     N, T = completion_ids.shape
     input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
     chunk = chunk_tokens(model, logits_chunk)
-    with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype); the log-probs come out float32 either way
+    with autocast(model, autocast_dtype):  # mixed precision, if any (TrainConfig.dtype)
         if 0 < chunk < N * T and plain_lm_head(model):
             # the transformer without its LM head: (N, P+T, H) hidden states, H << V
             hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
@@ -129,11 +136,22 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
         return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad)
 
 
+def head_on_completion(trunk, head, prompt_ids, prompt_mask, completion_ids, completion_mask, autocast_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``head`` on ``trunk``'s hidden state at each position that predicts a completion
+    token (PPO's critic: a scalar head on a transformer without its LM head), under
+    ``autocast_dtype``. prompt_*: (N, P); completion_*: (N, T); returns (N, T) float32."""
+    T = completion_ids.shape[1]
+    input_ids, attn, positions = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
+    with autocast(trunk, autocast_dtype):
+        h = trunk(input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=False).last_hidden_state  # (N, P+T, H)
+        return head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
+
+
 @torch.no_grad()
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0):
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
     """:func:`forward_logprobs` over a whole rollout without grad, in ``buckets``
     runs of similar length (each at most ``batch_size`` rows) trimmed of padding,
-    the LM head ``logits_chunk`` tokens at a time (0 = a whole run at once).
+    the LM head ``logits_chunk`` tokens at a time (0 = a whole run at once), under ``autocast_dtype``.
     Returns (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
     was_training = model.training
     model.eval()
@@ -141,7 +159,8 @@ def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: 
     ent = torch.zeros_like(logp)
     for idx in length_buckets(ro.length_key(), buckets, batch_size):
         mb = ro.select(idx).trimmed()
-        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk)
+        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk,
+                               autocast_dtype=autocast_dtype)
         T, m = mb.completion_ids.shape[1], mb.completion_mask  # padding positions stay 0
         logp[idx, :T] = out["logprobs"].float() * m
         if with_entropy:

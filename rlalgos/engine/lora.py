@@ -10,7 +10,7 @@ peft (the ``lora`` extra: ``pip install rlalgos[lora]``).
   ``adapter_model.safetensors``, next to the tokenizer and the trainer state).
   Resume loads the adapters back into the run's fresh LoRA model
   (:func:`load_adapters`); :func:`rlalgos.model.load_policy` on such a folder
-  loads the base model and merges the adapters into it (:func:`load_merged`): a
+  loads the base model and merges the adapters into it (:func:`merge_adapters`): a
   plain model for ``rlalgos eval`` or ``save_pretrained``.
 """
 
@@ -112,16 +112,17 @@ def load_adapters(lora, folder: str | Path) -> None:
         raise ValueError(f"the adapters in {folder} do not fit this run's LoRA model ({len(unexpected)} unexpected weights, e.g. {unexpected[0]})")
 
 
-def load_merged(folder: Path, device, dtype):
-    """``(model, tokenizer)``: the base model named in ``folder``'s adapter config
-    with the adapters merged into its weights (a plain transformers model)."""
-    peft = require_peft()
-    from ..model import autocast_dtype, load_policy, set_autocast
-
-    base = json.loads((folder / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
+def read_adapter_base(folder: Path) -> str:
+    """The base model an adapter folder names (peft's ``base_model_name_or_path``)."""
+    base = json.loads((Path(folder) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
     if not base:
-        raise FileNotFoundError(f"{folder / ADAPTER_CONFIG} names no base model (base_model_name_or_path); load the base with load_policy and the adapters with peft")
-    model, tokenizer = load_policy(base, device, dtype)
+        raise FileNotFoundError(f"{Path(folder) / ADAPTER_CONFIG} names no base model (base_model_name_or_path); load the base with load_policy and the adapters with peft")
+    return base
+
+
+def merge_adapters(model, folder: Path):
+    """``model`` (the base that ``folder``'s adapter config names, already loaded) with
+    the adapters saved in ``folder`` merged into its weights: a plain transformers model."""
+    peft = require_peft()
     with quiet():
-        merged = peft.PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
-    return set_autocast(merged, autocast_dtype(model)), tokenizer
+        return peft.PeftModel.from_pretrained(model, str(folder)).merge_and_unload()

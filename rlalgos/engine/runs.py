@@ -25,6 +25,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old",
@@ -195,3 +196,43 @@ def rewrite_rows(path: Path, rows: list[dict]) -> None:
         for r in rows:
             f.write(json.dumps(r, default=float) + "\n")
     os.replace(tmp, path)
+
+
+class RunMetrics(pd.DataFrame):
+    """A run's metrics rows (one per step, pandas) and ``run_dir``, the run folder they
+    belong to (where plots and statistics find its ``config.json``). Slices and copies
+    keep ``run_dir``; a plain DataFrame has none."""
+
+    _metadata = ["run_dir"]
+
+    @property
+    def _constructor(self):
+        return RunMetrics
+
+
+def run_metrics(rows: list[dict], run_dir: str | Path) -> RunMetrics:
+    """``rows`` as the :class:`RunMetrics` of the run in ``run_dir``."""
+    df = RunMetrics(rows)
+    df.run_dir = str(run_dir)
+    return df
+
+
+def run_dir_of(df) -> Path | None:
+    """The run folder of a metrics table (:class:`RunMetrics`), or None for a plain DataFrame."""
+    d = getattr(df, "run_dir", None)
+    return Path(d) if isinstance(d, (str, Path)) else None
+
+
+def run_config(df: RunMetrics) -> dict:
+    """The run's config.json (``{"train": ..., "algo": ...}``), or {} when the run folder has none."""
+    run_dir = run_dir_of(df)
+    path = run_dir / "config.json" if run_dir else None
+    return json.loads(path.read_text()) if path and path.exists() else {}
+
+
+def load_metrics(run_dir: str | Path) -> RunMetrics:
+    """A run folder's ``metrics.jsonl`` as :class:`RunMetrics`."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
+    return run_metrics(read_rows(path), run_dir)

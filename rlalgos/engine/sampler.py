@@ -9,32 +9,29 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
-from ..model import autocast
+from .forward import position_ids as count_positions
+from .precision import autocast
 from ..record import completion_mask_from_ids, id_tensor, pad_cat
 
 
 @dataclass
 class SamplingConfig:
-    """How completions are sampled."""
+    """How completions are sampled and scored. The fields that a run sets mean what
+    :class:`rlalgos.config.TrainConfig`'s fields of the same names mean (their one
+    documentation: ``rlalgos train --help``); ``max_new_tokens`` 0 there means the
+    task's own budget, here it is the budget itself."""
 
     max_new_tokens: int = 48
-    """Longest completion; one that has not emitted EOS by then is *truncated*."""
     temperature: float = 1.0
-    """Softmax temperature; log-probs are taken under the same temperature."""
     top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = the full distribution, which the maths assumes). The log-probs
-    are still the full softmax at the temperature, as in TRL and verl."""
     batch_size: int = 512
-    """Sequences per sampling call."""
+    """Sequences per sampling call (the run does not set it)."""
     score_batch_size: int = 512
-    """Sequences per no-grad scoring pass (old and reference log-probs; lower it for big models)."""
     chat_template: bool = False
-    """Wrap each prompt in the tokenizer's chat template (one user turn, then the assistant's turn)."""
     logits_chunk: int = -1
-    """Tokens per LM-head chunk in the no-grad scoring passes (-1 = auto, 0 = a whole pass at once); see :func:`rlalgos.engine.forward.chunk_tokens`."""
+    autocast_dtype: torch.dtype | None = None
+    """The autocast half of TrainConfig's ``dtype`` (:mod:`rlalgos.engine.precision`): run the sampling and scoring forward passes under ``torch.autocast`` in this dtype; ``None``: no autocast."""
     sampler: str = "compact"
-    """``compact``: rlalgos' cached sampling loop that drops finished answers from the batch (faster);
-    ``hf``: transformers' ``generate``. Same distribution either way."""
 
 
 def _cache_argument(model) -> str:
@@ -95,7 +92,7 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
         warp.append(TopPLogitsWarper(top_p))
     cache = DynamicCache(config=model.config)  # filled in place by every call (sliding-window layers where the model has them)
     cache_kw = {_cache_argument(model): cache, "use_cache": True}
-    position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, P) as generate counts them
+    position_ids = count_positions(attention_mask)  # (B, P) as generate counts them
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1, **cache_kw)
     logits = out.logits[:, -1]  # (B, V)
     if n > 1:  # one prefill per prompt, then n copies of its cache
@@ -145,7 +142,7 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
     per_call = max(1, sampling.batch_size // n)  # prompts per call, so a call holds <= batch_size sequences
     for i in range(0, len(prompts), per_call):
         enc = encode_prompts(tokenizer, prompts[i : i + per_call], sampling.chat_template).to(device)
-        with autocast(model):  # the model's mixed precision, if any (TrainConfig.dtype)
+        with autocast(model, sampling.autocast_dtype):  # mixed precision, if any (TrainConfig.dtype)
             if sampling.sampler == "hf":
                 ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
                 gen_cfg = GenerationConfig(

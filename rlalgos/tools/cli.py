@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, make_config, parse_algo_spec
+from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, field_docs, make_config, parse_algo_spec
 from ..tasks import DATA_DIR
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
@@ -85,20 +85,15 @@ class EvalArgs:
     """Test prompts to use, 0 = all."""
     samples: int = 8
     """Samples per prompt for pass@1 and pass@k."""
-    temperature: float = 1.0
-    """Sampling temperature."""
-    top_p: float = 1.0
-    """Nucleus sampling for the sampled answers, as in ``rlalgos train --top-p`` (1.0 = off)."""
+    temperature: Annotated[float, tyro.conf.arg(help=field_docs(TrainConfig)["temperature"])] = 1.0
+    top_p: Annotated[float, tyro.conf.arg(help=field_docs(TrainConfig)["top_p"])] = 1.0
     show: int = 5
     """Print this many sample completions."""
     seed: int = 0
     """Sampling seed."""
-    device: str = "auto"
-    """auto, cpu or cuda."""
-    dtype: str = "auto"
-    """Precision, as in ``rlalgos train --dtype``: auto (on CUDA float32 weights with bf16 autocast, on CPU float32), float32, bfloat16 (float32 weights, bf16 autocast), bfloat16-weights or float16-weights."""
-    chat_template: bool = False
-    """Wrap each task prompt in the tokenizer's chat template (for instruct models)."""
+    device: Annotated[str, tyro.conf.arg(help=field_docs(TrainConfig)["device"])] = "auto"
+    dtype: Annotated[str, tyro.conf.arg(help=field_docs(TrainConfig)["dtype"])] = "auto"
+    chat_template: Annotated[bool, tyro.conf.arg(help=field_docs(TrainConfig)["chat_template"])] = False
 
 
 @dataclass
@@ -163,20 +158,6 @@ class ExportArgs:
     """Replace an earlier export in export_dir (only its own files)."""
 
 
-COMMANDS = {
-    "train": (TrainArgs, "train one algorithm and write a run folder (rlalgos train ALGO --help for its options)"),
-    "resume": (ResumeArgs, "continue a run from its last checkpoint"),
-    "compare": (CompareArgs, "train several algorithms over several seeds and plot them side by side"),
-    "eval": (EvalArgs, "evaluate a model on the test split"),
-    "plot": (PlotArgs, "plot run folders side by side"),
-    "sft": (SFTConfig, "train the tiny base model by supervised fine-tuning and save it"),
-    "rm": (RMConfig, "train a tiny reward model on base-model samples labelled by the rule reward"),
-    "data": (DataArgs, "regenerate the addition task's train/test jsonl"),
-    "algos": (AlgosArgs, "list the algorithms and their options with defaults"),
-    "export": (ExportArgs, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
-}
-
-
 # --------------------------------------------------------------------------- #
 # Commands
 # --------------------------------------------------------------------------- #
@@ -208,7 +189,7 @@ def _print_run_summary(df) -> None:
     if not is_main():  # under torchrun: one summary, from process 0
         return
     ev = df.dropna(subset=["eval_accuracy"])
-    print(f"run folder: {df.attrs['run_dir']} (metrics.jsonl, samples.jsonl, checkpoint/)")
+    print(f"run folder: {df.run_dir} (metrics.jsonl, samples.jsonl, checkpoint/)")
     if len(ev):
         print(f"eval accuracy {ev['eval_accuracy'].iloc[0]:.3f} -> {ev['eval_accuracy'].iloc[-1]:.3f} over {int(df['step'].max())} steps; "
               f"greedy {ev['eval_greedy_accuracy'].iloc[0]:.3f} -> {ev['eval_greedy_accuracy'].iloc[-1]:.3f}")
@@ -279,6 +260,7 @@ def cmd_eval(args: EvalArgs) -> None:
         raise ValueError("--samples must be >= 1 and --prompts >= 0")
     if not (args.temperature > 0 and 0 < args.top_p <= 1):
         raise ValueError(f"--temperature must be > 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
+    from ..engine.precision import resolve_precision
     from ..model import load_policy
     from ..tasks import get_task
     from ..train import evaluate
@@ -287,7 +269,7 @@ def cmd_eval(args: EvalArgs) -> None:
     policy, tok = load_policy(args.model or None, args.device, args.dtype)
     rows = task.test[: args.prompts] if args.prompts else task.test
     ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, top_p=args.top_p, seed=args.seed, n_show=args.show,
-                  chat_template=args.chat_template)
+                  chat_template=args.chat_template, autocast_dtype=resolve_precision(args.dtype, policy.device)[1])
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
     print(json.dumps(ev, indent=2))
@@ -366,16 +348,54 @@ def cmd_export(args: ExportArgs) -> None:
         print(f"  - {note}")
 
 
-HANDLERS = {"train": cmd_train, "resume": cmd_resume, "compare": cmd_compare, "eval": cmd_eval, "plot": cmd_plot,
-            "sft": cmd_sft, "rm": cmd_rm, "data": cmd_data, "algos": cmd_algos, "export": cmd_export}
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its arguments (a dataclass), what runs it, and its one-line help."""
+
+    args: type
+    run: object
+    help: str
+
+
+COMMANDS = {
+    "train": Command(TrainArgs, cmd_train, "train one algorithm and write a run folder (rlalgos train ALGO --help for its options)"),
+    "resume": Command(ResumeArgs, cmd_resume, "continue a run from its last checkpoint"),
+    "compare": Command(CompareArgs, cmd_compare, "train several algorithms over several seeds and plot them side by side"),
+    "eval": Command(EvalArgs, cmd_eval, "evaluate a model on the test split"),
+    "plot": Command(PlotArgs, cmd_plot, "plot run folders side by side"),
+    "sft": Command(SFTConfig, cmd_sft, "train the tiny base model by supervised fine-tuning and save it"),
+    "rm": Command(RMConfig, cmd_rm, "train a tiny reward model on base-model samples labelled by the rule reward"),
+    "data": Command(DataArgs, cmd_data, "regenerate the addition task's train/test jsonl"),
+    "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),
+    "export": Command(ExportArgs, cmd_export, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
+}
+
+
+def unknown_algorithm(argv: list[str]) -> str | None:
+    """The one-line error for ``rlalgos train NAME`` or ``rlalgos export [options] NAME`` with a
+    NAME that is no algorithm (tyro would print a page of usage), else None."""
+    if not argv or argv[0] not in ("train", "export"):
+        return None
+    rest, flags = argv[1:], {f"--{f.name.replace('_', '-')}" for f in fields(ExportArgs) if f.type in (bool, "bool")}
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):  # export's own options come before the source
+        if rest[i] in ("-h", "--help"):
+            return None
+        i += 1 if "=" in rest[i] or rest[i] in flags or rest[i].startswith("--no-") or argv[0] == "train" else 2
+    if i >= len(rest):
+        return None
+    name, known = rest[i], list(ALGORITHMS) + (["run"] if argv[0] == "export" else [])
+    if name in known:
+        return None
+    return f"unknown algorithm {name!r}; choose one of {', '.join(known)}"
 
 
 def parse(argv: list[str]):
     """``(command, parsed dataclass)``; tyro prints help and usage errors itself (exit 0 / 2)."""
-    commands = Union[tuple(Annotated[typ, tyro.conf.subcommand(name, description=desc)] for name, (typ, desc) in COMMANDS.items())]  # noqa: UP007
+    commands = Union[tuple(Annotated[c.args, tyro.conf.subcommand(name, description=c.help)] for name, c in COMMANDS.items())]  # noqa: UP007
     args = tyro.cli(commands, prog="rlalgos", args=argv, config=(tyro.conf.OmitSubcommandPrefixes,),
                     description="RL for LLM reasoning, by running it: REINFORCE, PPO, GRPO and improved GRPO on one loop.")
-    name = next(name for name, (typ, _) in COMMANDS.items() if type(args) is typ)
+    name = next(name for name, c in COMMANDS.items() if type(args) is c.args)
     return name, (args.algorithm if name == "train" else args)
 
 
@@ -384,9 +404,12 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
+    if (error := unknown_algorithm(argv)) is not None:
+        print(f"rlalgos: error: {error}", file=sys.stderr)
+        return 2
     command, args = parse(argv)
     try:
-        HANDLERS[command](args)
+        COMMANDS[command].run(args)
     except (ValueError, FileNotFoundError, FileExistsError, FloatingPointError) as e:
         if debug:
             raise

@@ -64,7 +64,7 @@ def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
 
     cfg = TrainConfig(**train_cfg)
     df = train(cfg, algorithm_config(cfg.algo).config(**algo_cfg))
-    return df.attrs["run_dir"]
+    return df.run_dir
 
 
 def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress: bool = True) -> list:
@@ -103,7 +103,7 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
             cfg, algo_cfg = runs[i]
             try:
                 df = train(replace(cfg, **overrides), algo_cfg)
-                finish(i, load_metrics(df.attrs["run_dir"]) if overrides else df)  # beside workers: what every lane returns, the run folder's rows
+                finish(i, load_metrics(df.run_dir) if overrides else df)  # beside workers: what every lane returns, the run folder's rows
             except Exception as e:
                 finish(i, e)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
-from ..train import load_metrics
+from ..engine.runs import load_metrics, run_config, run_dir_of
 
 DEFAULT_KEYS = ("reward_mean", "eval_accuracy", "entropy", "kl")
 TITLES = {
@@ -53,18 +53,6 @@ YLABELS = {
 }
 """y-axis units; accuracies, rewards and fractions are unitless (0..1)."""
 
-KEY_NOTES = {
-    "kl": "``kl`` is measured on every step for every algorithm (the sampling policy against the reference), whether or not it is trained on",
-    "kl_loss": "``kl_loss`` exists only where KL is a term of the loss (grpo, dapo with a KL coefficient): the value before beta",
-}
-
-
-def run_config(df: pd.DataFrame) -> dict:
-    """The run's config.json (``{"train": ..., "algo": ...}``), or {} when the run folder has none."""
-    path = Path(df.attrs.get("run_dir", "run")) / "config.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def eval_sample_count(df: pd.DataFrame, key: str) -> int | None:
     """How many answers an evaluation accuracy in ``df`` averages (test prompts x samples,
     or prompts alone for greedy), from the run's config.json; None if unknown."""
@@ -85,7 +73,7 @@ def is_binary(values) -> bool:
 
 def run_label(df: pd.DataFrame) -> str:
     """The algorithm name from the run folder's config.json, else the folder name."""
-    run_dir = Path(df.attrs.get("run_dir", "run"))
+    run_dir = run_dir_of(df) or Path("run")
     cfg = run_dir / "config.json"
     if cfg.exists():
         return json.loads(cfg.read_text())["train"]["algo"]

@@ -24,61 +24,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForSequenceClassification
 
 from ..config import BASE_MODEL_DIR, REWARD_MODEL_DIR, RMConfig
-from ..model import load_policy, resolve_device
+from ..engine.precision import resolve_device
+from ..model import ModelReward, load_policy, load_reward_model, score  # noqa: F401 (the reward function and its loader live with the models)
 from ..rollout import rollout
 from ..engine.runs import check_model_dir
 from ..engine.sampler import SamplingConfig
 from ..tasks import addition_task
 
-
-
-class ModelReward:
-    """A sequence-classification model (one logit) as a reward function.
-
-    ``fn(prompts, completions, **columns) -> list[float]``, like every rule
-    reward: batched, under ``torch.no_grad``, on the model's own device. The score
-    is the logit of ``prompt + completion`` (or its sigmoid with ``sigmoid=True``).
-    """
-
-    def __init__(self, model, tokenizer, batch_size: int = 256, sigmoid: bool = False):
-        self.model, self.tokenizer = model.eval(), tokenizer
-        self.batch_size, self.sigmoid = batch_size, sigmoid
-        self.__name__ = "reward_model"
-
-    @classmethod
-    def from_pretrained(cls, path: str | Path = REWARD_MODEL_DIR, device: str = "auto", **kwargs) -> "ModelReward":
-        model, tok = load_reward_model(path, device)
-        return cls(model, tok, **kwargs)
-
-    @torch.no_grad()
-    def __call__(self, prompts, completions, **columns) -> list[float]:
-        return score(self.model, self.tokenizer, [p + c for p, c in zip(prompts, completions)], self.batch_size, self.sigmoid).tolist()
-
-
-def load_reward_model(path: str | Path = REWARD_MODEL_DIR, device: str = "auto"):
-    """``(model, tokenizer)`` of a saved sequence-classification reward model."""
-    path = Path(path)
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"no reward model in {path}; train one with `rlalgos rm`")
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForSequenceClassification.from_pretrained(path).to(resolve_device(device))
-    return model.eval(), tok
-
-
-def score(model, tokenizer, texts: list[str], batch_size: int = 256, sigmoid: bool = False, grad: bool = False) -> torch.Tensor:
-    """One scalar per text: the model's single logit at the last real token. Returns (N,) floats."""
-    tokenizer.padding_side = "right"  # natural positions; the head reads the last non-pad token
-    device = next(model.parameters()).device
-    outs = []
-    with torch.set_grad_enabled(grad):
-        for i in range(0, len(texts), batch_size):
-            enc = tokenizer(texts[i : i + batch_size], return_tensors="pt", padding=True).to(device)
-            outs.append(model(**enc).logits.squeeze(-1).float())  # (b,)
-    s = torch.cat(outs) if outs else torch.zeros(0)
-    return torch.sigmoid(s) if sigmoid else s
 
 
 # --------------------------------------------------------------------------- #

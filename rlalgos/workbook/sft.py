@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from ..config import SFTConfig
 from ..engine.forward import forward_logprobs
-from ..model import char_tokenizer, count_parameters, resolve_device, tiny_model
+from ..engine.precision import resolve_device
+from ..model import char_tokenizer, count_parameters, tiny_model
 from ..engine.runs import check_model_dir
 from ..tasks import addition_task, make_addition_data
 from ..train import evaluate

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .plots import run_config
+from ..engine.runs import run_config
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (scipy is not a dependency)
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,

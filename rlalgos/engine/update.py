@@ -1,0 +1,137 @@
+"""The update machinery under :meth:`rlalgos.algorithms.base.Algorithm.update`:
+``epochs`` x ``minibatches`` optimizer steps over one rollout, each minibatch run
+as micro-batches of similar length, their gradients weighted so that they add up
+to one pass over the whole minibatch (and, under ``torchrun``, over every
+process's rows), the gradient clipped, and nothing non-finite let into the weights.
+
+What a learner needs from here is one sentence: for every minibatch, the loss the
+algorithm defines is back-propagated and the optimizer steps once. Everything
+else in this file makes that same step fit in memory, run faster, or run on
+several processes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import torch
+
+from .. import core
+from . import batch, distributed
+from .buckets import length_buckets
+from .forward import forward_logprobs
+
+
+@dataclass
+class SamplingStats:
+    """Token-weighted sums, over the first pass of an update, of the sampling policy's
+    entropy and of its k3 KL to the reference (over the answers that have reference
+    log-probs: all of them, or a subsample: then also the sums behind the estimate's
+    standard error, :func:`rlalgos.core.ratio_estimate`)."""
+
+    tokens: float = 0.0  # completion tokens seen
+    entropy: float = 0.0  # sum of per-token entropies
+    kl_tokens: float = 0.0  # tokens the KL was measured on
+    kl: float = 0.0  # sum of per-token k3 KL
+    seen: bool = False  # whether any KL was measured
+    sub_rows: float = 0.0  # subsampled KL: answers measured ...
+    rows: float = 0.0  # ... out of this many
+    yy: float = 0.0  # sum over measured answers of (KL sum)^2
+    yn: float = 0.0  # ... of (KL sum) x (tokens)
+    nn: float = 0.0  # ... of tokens^2
+
+    @torch.no_grad()
+    def add(self, mb, logp: torch.Tensor, entropy: torch.Tensor) -> None:
+        """Add a micro-batch ``mb`` (a Rollout) with its (n, T) sampling log-probs and entropy."""
+        mask = mb.completion_mask  # (n, T)
+        self.tokens += float(mask.sum().item())
+        self.entropy += float(core.masked_sum(entropy.detach(), mask).item())
+        if mb.ref_logprobs is None:
+            return
+        self.seen = True
+        kl_mask = mask if mb.ref_rows is None else mask * mb.ref_rows.unsqueeze(1)  # (n, T)
+        kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")  # (n, T)
+        self.kl_tokens += float(kl_mask.sum().item())
+        self.kl += float(core.masked_sum(kl, kl_mask).item())
+        if mb.ref_rows is not None:
+            y, n = core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows], kl_mask.sum(-1)[mb.ref_rows]  # (m,) per measured answer
+            self.sub_rows += float(len(y))
+            self.rows += float(len(mb))
+            self.yy += float((y * y).sum())
+            self.yn += float((y * n).sum())
+            self.nn += float((n * n).sum())
+
+    def metrics(self) -> dict:
+        """``entropy`` and ``kl`` per token (and ``kl_stderr`` for a subsampled KL), over every process."""
+        names = [f.name for f in fields(self) if f.name != "seen"]
+        s = distributed.reduce_sums({k: getattr(self, k) for k in names})
+        out = {"entropy": s["entropy"] / max(s["tokens"], 1.0)}
+        if self.seen:
+            out["kl"] = s["kl"] / max(s["kl_tokens"], 1.0)
+        if self.sub_rows:  # measured on a subsample of the answers: an estimate, with its standard error
+            out["kl"], out["kl_stderr"] = core.ratio_estimate(s["kl"], s["kl_tokens"], s["yy"], s["yn"], s["nn"], int(s["sub_rows"]), int(s["rows"]))
+        return out
+
+
+def minibatch_updates(algo, ro, adv) -> dict:
+    """``algo.cfg.epochs`` x ``minibatches`` optimizer steps of ``algo.loss`` over rollout ``ro``
+    with advantages ``adv``. Returns the step's metrics: each logged loss term and
+    ``grad_norm`` averaged over the optimizer steps, and the sampling policy's
+    ``entropy`` and ``kl`` (and ``nonfinite`` if any step was skipped).
+
+    Each minibatch runs as length buckets (and at most ``micro_batch_size`` rows per
+    pass); each pass's loss is weighted by its share of the minibatch (of tokens
+    for token-mean, of answers otherwise), so the accumulated gradient equals one
+    pass over the whole minibatch. With several processes the shares are of the
+    minibatch over all of them and the gradients are summed over processes.
+    """
+    N, cfg = len(ro), algo.cfg
+    logs: dict[str, list[float]] = {}
+    sampling = SamplingStats()
+    if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
+        sampling.add(ro, ro.old_logprobs, ro.old_entropy)
+    loss_tokens = adv.mask.sum(-1)  # (N,) tokens each row adds to a token-mean
+    lengths = ro.length_key()  # (N,) sort key for the length buckets
+    device = adv.values.device
+    for epoch in range(cfg.epochs):
+        order = torch.randperm(N, device=device) if cfg.minibatches > 1 else torch.arange(N, device=device)
+        for idx in distributed.minibatches(order, cfg.minibatches):
+            algo.optimizer.zero_grad(set_to_none=True)
+            # the minibatch's tokens and answers on every process: the denominators of the weights below
+            mb_tokens, mb_rows = batch.counts(loss_tokens[idx].sum(), len(idx))
+            mb_tokens = mb_tokens.clamp(min=1e-8)
+            finite, mb_logs = True, {}  # every micro-batch loss is finite; metrics weighted like the loss
+            for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
+                mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
+                a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
+                record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
+                out = forward_logprobs(algo.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
+                                       with_entropy=record_sampling, entropy_grad=algo.wants_entropy_grad(), logits_chunk=algo.logits_chunk,
+                                       autocast_dtype=algo.autocast_dtype)
+                old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
+                loss, m = algo.loss(mb, out, a, old)
+                # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
+                w = loss_tokens[sub].sum() / mb_tokens if cfg.loss_agg == "token-mean" else len(sub) / mb_rows
+                (loss * w).backward()
+                m["loss"] = loss.item()
+                finite = finite and math.isfinite(m["loss"])
+                if record_sampling:
+                    sampling.add(mb, out["logprobs"], out["entropy"])
+                for k, v in m.items():  # the weights sum to 1 over the minibatch
+                    mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
+            finite, mb_logs = distributed.sync_gradients(algo.parameters(), finite, mb_logs)  # sums over processes
+            for k, v in mb_logs.items():
+                logs.setdefault(k, []).append(v)
+            grad_norm = torch.nn.utils.clip_grad_norm_(algo.parameters(), cfg.max_grad_norm)
+            logs.setdefault("grad_norm", []).append(grad_norm.item())
+            if finite and torch.isfinite(grad_norm):
+                algo.optimizer.step()
+            else:  # never let NaN/inf into the weights
+                algo.optimizer.zero_grad(set_to_none=True)
+                logs.setdefault("nonfinite", []).append(1.0)
+    metrics = {k: float(sum(v) / len(v)) for k, v in logs.items()}
+    metrics.update(sampling.metrics())
+    if "nonfinite" in metrics:
+        metrics["nonfinite"] = 1.0
+    return metrics
