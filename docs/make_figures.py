@@ -15,7 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
-from rlalgos import core, diagrams  # noqa: E402
+from rlalgos import core  # noqa: E402
+from rlalgos.workbook import diagrams  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 EOS = "<eos>"
