@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from rlalgos.engine import distributed
+from rlalgos.engine import batch, distributed
 from rlalgos.config import make_config
 from rlalgos.algorithms import get_algorithm
 from rlalgos.model import char_tokenizer, tiny_model
