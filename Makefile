@@ -13,6 +13,8 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # The lowest transformers pyproject.toml allows (make test-transformers-range runs it)
 TRANSFORMERS_LOWEST ?= 5.0.0
+# pytest-xdist workers for make test, one thread each (auto: one per core)
+TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
 .PHONY: install demo test docs browser test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
@@ -31,8 +33,8 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode; then the install test at the lowest transformers allowed
-	RLALGOS_FAST=1 $(BIN)/pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=900 tests notebooks
+test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers; then the install test (a fresh venv) at the lowest transformers allowed
+	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=15 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks
 	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
 
 browser:  ## Debian's chromium for the book's browser test (tests/test_book.py skips without it); never fails
@@ -43,7 +45,7 @@ docs: install  ## the book: docs/ and the notebooks with their committed outputs
 	@echo "view it: $(BIN)/python -m http.server -d build/book  (then open http://localhost:8000)"
 
 test-fast: install  ## skip the minutes-long learning tests
-	RLALGOS_FAST=1 $(BIN)/pytest -q -m "not slow" --nbmake tests notebooks
+	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal -m "not slow" --nbmake --ignore=tests/test_install.py tests notebooks
 
 test-transformers-range: install  ## the install test at the lowest transformers allowed (plus the fast tests there), then at the newest (~6 min on 2 cores)
 	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
