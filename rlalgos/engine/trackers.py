@@ -30,7 +30,6 @@ neither torch nor any tracker.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import netrc
