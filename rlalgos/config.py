@@ -29,12 +29,15 @@ from .tasks import DATA_DIR
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
 REWARD_MODEL_DIR = DATA_DIR / "reward_model"
+TRAP_MODEL_DIR = DATA_DIR / "trap_model"
 """Where the shipped reward model lives (``rlalgos rm`` writes it)."""
 
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+LOSS_MODES = ("clip", "clip_cov", "kl_cov", "cispo", "sapo")
+"""The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla)."""
 DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 LORA_INSTALL = "pip install rlalgos[lora]"
 """What a missing peft (the ``lora`` extra) tells the user to run."""
@@ -155,6 +158,8 @@ class TrainConfig:
     """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
     kl_sample_rows: int = 0
     """When the KL is only logged (the algorithm's KL coefficient is 0): measure it on this many answers per step (per process under torchrun), evenly spread over the groups, instead of all of them; the reference pass then costs that share of a full one. ``kl`` becomes an estimate and ``kl_stderr`` its standard error. 0 = every answer (exact). A KL in the loss or the reward is always exact."""
+    entropy_probe: bool = False
+    """Measure the entropy mechanism of every update (Cui et al. 2025): log ``entropy_cov``, the covariance over the rollout's tokens of sampling log-prob and advantage (to first order the entropy change is minus it), and ``entropy_before`` / ``entropy_after`` / ``entropy_change``, the exact entropy on the rollout's own states before and after the update (one or two extra no-grad passes)."""
     seed: int = 0
     """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
     device: str = "auto"
@@ -264,11 +269,34 @@ class ClippedConfig(AlgoConfig):
     """The ratio is clipped at 1 + clip_high where A > 0 (symmetric in PPO and vanilla GRPO)."""
     clip_c: float = 0.0
     """Dual clip (Ye et al. 2020; verl's clip_ratio_c, 3 there): where A < 0 a token's loss is at most -A * clip_c, however far its ratio rises (so it acts only on ratios above clip_c: set minibatches or epochs > 1); 0 = off."""
+    loss_mode: str = "clip"
+    """The per-token policy loss (verl's policy_loss.loss_mode): ``clip`` (PPO's clipped ratio; verl's vanilla), ``clip_cov`` (Clip-Cov: also cut the gradient of a few random high-covariance tokens), ``kl_cov`` (KL-Cov: no clip, a |log ratio| penalty on the highest-covariance tokens), ``cispo`` (CISPO: the clipped ratio as a no-gradient weight on -A log pi, every token keeps its gradient) or ``sapo`` (SAPO: a smooth sigmoid gate instead of the clip). Only clip takes clip_c."""
+    clip_cov_ratio: float = 2e-4
+    """clip_cov: share of the valid tokens (at least one per forward pass) whose gradient is cut, drawn at random from those with covariance in (clip_cov_lb, clip_cov_ub)."""
+    clip_cov_lb: float = 1.0
+    """clip_cov: a token is a candidate only if its covariance (A - mean A) * (log pi - mean log pi) is above this."""
+    clip_cov_ub: float = 5.0
+    """clip_cov: ... and below this (verl's clip_cov_ub)."""
+    kl_cov_ratio: float = 2e-4
+    """kl_cov: share of the valid tokens (at least one per forward pass), those with the largest covariance, that get the |log ratio| penalty."""
+    kl_cov_coef: float = 0.1
+    """kl_cov: weight of the |log ratio| penalty (verl's policy_loss.ppo_kl_coef)."""
+    sapo_tau_pos: float = 1.0
+    """sapo: gate temperature where A > 0 (verl's tau_pos, TRL's sapo_temperature_pos); larger = the gradient fades faster as the ratio leaves 1."""
+    sapo_tau_neg: float = 1.05
+    """sapo: gate temperature where A <= 0 (verl's tau_neg, TRL's sapo_temperature_neg)."""
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(0 < self.clip_low < 1 and self.clip_high > 0, f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}")
         _check(self.clip_c == 0 or self.clip_c > 1, f"clip_c must be 0 (off) or > 1 (verl uses 3), got {self.clip_c}")
+        _check(self.loss_mode in LOSS_MODES, f"unknown loss_mode {self.loss_mode!r}; use one of {', '.join(LOSS_MODES)}")
+        _check(self.clip_c == 0 or self.loss_mode == "clip", f"clip_c (the dual clip) works only with loss_mode clip, got loss_mode {self.loss_mode}; set clip_c 0")
+        for name in ("clip_cov_ratio", "kl_cov_ratio"):
+            _check(0 < getattr(self, name) <= 1, f"{name} must be in (0, 1] (a share of the tokens), got {getattr(self, name)}")
+        _check(0 <= self.clip_cov_lb < self.clip_cov_ub, f"clip_cov_lb and clip_cov_ub must satisfy 0 <= lb < ub, got {self.clip_cov_lb} and {self.clip_cov_ub}")
+        _check(self.kl_cov_coef >= 0, f"kl_cov_coef must be >= 0, got {self.kl_cov_coef}")
+        _check(self.sapo_tau_pos > 0 and self.sapo_tau_neg > 0, f"sapo_tau_pos and sapo_tau_neg must be > 0, got {self.sapo_tau_pos} and {self.sapo_tau_neg}")
 
 
 @dataclass
@@ -383,6 +411,10 @@ class GSPOConfig(GRPOConfig):
     minibatches: int = 4
     """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
 
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(self.loss_mode == "clip", f"gspo clips one ratio per answer and has no loss_mode {self.loss_mode!r}; use loss_mode clip, or grpo --loss-mode {self.loss_mode} (token ratios)")
+
 
 LARGE_MODEL = 50_000_000
 """Parameters above which the learning-rate defaults (set for the 0.86M-parameter shipped model) are far too high."""
@@ -432,6 +464,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "rloo": AlgorithmSpec(ReinforceConfig, {"baseline": "leave_one_out"}, "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)"),
     "dualclip": AlgorithmSpec(GRPOConfig, {"clip_c": 3.0}, "GRPO with dual-clip PPO (verl's clip_ratio_c = 3): a negative-advantage token's loss is bounded at -A*c however far its ratio rises"),
     "gspo": AlgorithmSpec(GSPOConfig, {}, "GSPO (Qwen): GRPO with one length-normalised importance ratio per answer, clipped per answer (1 -/+ 3e-4/4e-4), no KL, 4 minibatches"),
+    "clipcov": AlgorithmSpec(GRPOConfig, {"loss_mode": "clip_cov"}, "GRPO with Clip-Cov (Cui et al. 2025; verl's clip_cov): the clipped loss, and 0.02% of tokens, drawn among those whose log-prob x advantage covariance is in (1, 5), get no gradient"),
+    "klcov": AlgorithmSpec(GRPOConfig, {"loss_mode": "kl_cov"}, "GRPO with KL-Cov (Cui et al. 2025; verl's kl_cov): no ratio clip; the 0.02% of tokens with the largest covariance get a 0.1 x |log ratio| penalty"),
+    "cispo": AlgorithmSpec(GRPOConfig, {"loss_mode": "cispo"}, "GRPO with CISPO (MiniMax-M1): -sg(clip(r, 0.8, 1.2)) * A * log pi per token: the weight is clipped, every token keeps its gradient"),
+    "sapo": AlgorithmSpec(GRPOConfig, {"loss_mode": "sapo"}, "GRPO with SAPO (Qwen): a smooth gate sigmoid(tau (r - 1)) * 4 / tau instead of the hard clip (tau 1.0 where A > 0, 1.05 where A < 0)"),
 }
 """name -> :class:`AlgorithmSpec`. The classes that run them are in ``rlalgos.algorithms``."""
 
@@ -502,6 +538,31 @@ class SFTConfig:
     """Test prompts for the accuracy report."""
     device: str = "auto"
     """``auto``, ``cpu`` or ``cuda``."""
+    progress: bool = True
+    """Show a progress bar."""
+
+
+@dataclass
+class TrapConfig:
+    """The exploration regime's base model: a short fine-tune of the shipped one that makes
+    direct answers reliable on easy prompts and the scratchpad rare everywhere (``--task trap``)."""
+
+    steps: int = 300
+    """Optimizer steps (each 32 easy + 32 hard prompts)."""
+    lr: float = 1e-4
+    """AdamW learning rate (constant, no weight decay)."""
+    hard_scratchpad_frac: float = 0.1
+    """Hard prompts whose target is the full scratchpad; the others teach only the choice, the first token ``#``."""
+    easy_scratchpad_frac: float = 0.1
+    """Easy prompts whose target is the scratchpad's first token only (the choice, never its working); the others are full direct answers."""
+    base: str = ""
+    """Model to start from; empty = the shipped base model."""
+    seed: int = 0
+    """Seeds the prompts and the targets."""
+    out_dir: str = str(TRAP_MODEL_DIR)
+    """Where to ``save_pretrained`` the model and tokenizer."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
     progress: bool = True
     """Show a progress bar."""
 

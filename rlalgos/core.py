@@ -295,6 +295,51 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
 # --------------------------------------------------------------------------- #
 
 
+def _log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token ``log(pi / pi_old)``, clamped to [-20, 20] as verl does. (B, T)"""
+    return (logp - old_logp).clamp(-20.0, 20.0)
+
+
+def _clip_range(clip_low: float | None, clip_high: float | None) -> tuple[float, float]:
+    """The ratio's bounds ``(1 - clip_low, 1 + clip_high)``; None = no bound on that side."""
+    lo = 1.0 - (clip_low if clip_low is not None else float("inf"))
+    hi = 1.0 + (clip_high if clip_high is not None else float("inf"))
+    return lo, hi
+
+
+def _clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_low: float | None, clip_high: float | None):
+    """PPO's per-token ``max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``.
+
+    ratio, advantages: (B, T)
+    returns: (loss_mat, clipped, low, high), each (B, T): the loss, and where the clipped
+    term is the larger (the token's gradient is cut), split by the sign of A
+    """
+    unclipped = -advantages * ratio  # (B, T)
+    if clip_low is None and clip_high is None:
+        clipped_mask = torch.zeros_like(ratio, dtype=torch.bool)
+        return unclipped, clipped_mask, clipped_mask, clipped_mask
+    lo, hi = _clip_range(clip_low, clip_high)
+    clipped = -advantages * ratio.clamp(lo, hi)  # (B, T)
+    clipped_mask = clipped > unclipped
+    low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
+    high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
+    return torch.maximum(unclipped, clipped), clipped_mask, low, high
+
+
+def _policy_metrics(mask: torch.Tensor, log_ratio: torch.Tensor, ratio: torch.Tensor, **means: torch.Tensor) -> dict[str, float]:
+    """What a policy loss logs: the masked mean of each (B, T) tensor in ``means`` (of a
+    boolean one: its share of the valid tokens), then ``approx_kl`` (the k3 estimate of
+    KL(old || new) from the per-token log-ratio) and ``ratio_mean``, in one
+    device-to-host copy on a GPU. mask, log_ratio, ratio: (B, T)."""
+    with torch.no_grad():
+        values = torch.stack([
+            *(masked_mean(m.to(mask.dtype), mask) for m in means.values()),
+            masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
+            masked_mean(ratio, mask),
+        ]).tolist()
+    return dict(zip([*means, "approx_kl", "ratio_mean"], values))
+
+
 def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GSPO's importance ratio, one per answer: the length-normalised sequence likelihood ratio.
 
@@ -306,7 +351,7 @@ def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tenso
     logp, old_logp, mask: (B, T); returns (B, 1)
     """
     valid = (mask > 0).to(logp.dtype)  # a per-answer loss weight does not change the mean
-    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)  # (B, T)
+    log_ratio = _log_ratio(logp, old_logp)  # (B, T)
     return torch.exp(masked_mean(log_ratio, valid, dim=-1)).unsqueeze(-1)  # (B, 1)
 
 
@@ -356,43 +401,241 @@ def policy_loss(
     """
     mask = mask.to(logp.dtype)
     advantages = advantages.expand_as(logp)
-    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
+    log_ratio = _log_ratio(logp, old_logp)
     if ratio_level == "token":
         ratio = torch.exp(log_ratio)  # (B, T)
     elif ratio_level == "sequence":
         ratio = sequence_ratio(logp, old_logp, mask).expand_as(logp)  # (B, T): s_i on every token of answer i
     else:
         raise ValueError(f"unknown ratio_level {ratio_level!r}; use 'token' or 'sequence'")
-    unclipped = -advantages * ratio  # (B, T)
-    if clip_low is None and clip_high is None:
-        loss_mat = unclipped
-        clipped_mask = torch.zeros_like(ratio, dtype=torch.bool)
-        low = high = clipped_mask
-    else:
-        lo = 1.0 - (clip_low if clip_low is not None else float("inf"))
-        hi = 1.0 + (clip_high if clip_high is not None else float("inf"))
-        clipped = -advantages * ratio.clamp(lo, hi)  # (B, T)
-        loss_mat = torch.maximum(unclipped, clipped)
-        clipped_mask = clipped > unclipped
-        low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
-        high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
+    loss_mat, clipped_mask, low, high = _clipped_surrogate(ratio, advantages, clip_low, clip_high)  # (B, T) each
     dual = torch.zeros_like(clipped_mask)
     if clip_c is not None:  # dual clip: a constant (no gradient) where it is the smaller
         bound = -advantages * clip_c  # (B, T)
         dual = (advantages < 0) & (bound < loss_mat)
         loss_mat = torch.where(dual, bound, loss_mat)
     loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
+
+
+# --------------------------------------------------------------------------- #
+# Other policy-loss modes (verl's policy_loss.loss_mode, TRL's loss_type)
+# --------------------------------------------------------------------------- #
+
+
+def token_covariance(logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each token's centred product of advantage and log-probability (Cui et al. 2025, arXiv:2505.22617).
+
+    ``cov_t = (A_t - mean(A)) * (logp_t - mean(logp))``, the means over the valid
+    tokens (weighted by ``mask``), exactly as verl's ``compute_policy_loss_clip_cov``
+    writes it: the mean of ``logp`` is taken detached, so the gradient flows through
+    ``logp_t`` alone. Its masked mean over the valid tokens is the covariance of
+    log-probability and advantage; the entropy change of a policy-gradient step
+    follows minus it (confident rewarded tokens lower the entropy, rare rewarded ones
+    raise it). Clip-Cov and KL-Cov act on the tokens where it is largest.
+
+    logp:       (B, T) token log-probs now
+    advantages: (B, T) (or (B, 1), broadcast over tokens)
+    mask:       (B, T)
+    returns: (B, T); padding positions hold numbers too: read them through ``mask``
+    (``masked_mean(token_covariance(...), mask)`` is the covariance)
+    """
+    advantages = advantages.expand_as(logp)
+    return (advantages - masked_mean(advantages, mask)) * (logp - masked_mean(logp.detach(), mask))  # (B, T)
+
+
+def clip_cov_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    clip_cov_ratio: float = 2e-4,
+    clip_cov_lb: float = 1.0,
+    clip_cov_ub: float = 5.0,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    generator: torch.Generator | None = None,
+):
+    """Clip-Cov (Cui et al. 2025, arXiv:2505.22617): PPO's clipped loss, with the gradient
+    of a few high-covariance tokens cut as well. verl's ``compute_policy_loss_clip_cov``.
+
+    The per-token loss is :func:`policy_loss`'s ``max(-A r, -A clip(r, 1 - clip_low,
+    1 + clip_high))``. Among the valid tokens that the ordinary clip has not cut and
+    whose :func:`token_covariance` lies strictly between ``clip_cov_lb`` and
+    ``clip_cov_ub``, ``max(1, int(clip_cov_ratio * sum(mask)))`` are drawn at random
+    (``torch.randperm`` over them in row-major order, as verl draws) and their loss is
+    multiplied by 0: no gradient. Those tokens are the ones that drive the entropy
+    down the most (a confident token with a positive advantage, or an unlikely one
+    with a negative advantage). The choice is made per call, i.e. per forward pass
+    (micro-batch, length bucket), as verl makes it per micro-batch.
+
+    ``generator``: where the draw comes from; None = torch's global generator (verl's).
+    Seeded alike, both draw the same tokens. The log-ratio is clamped to [-20, 20] as in
+    :func:`policy_loss` (verl's clip_cov does not clamp; the same wherever |log r| < 20).
+
+    logp, old_logp: (B, T) token log-probs now and at sampling time
+    advantages:     (B, T) (or (B, 1), broadcast over tokens)
+    mask:           (B, T)
+    returns: (loss, metrics) with ``clip_frac``, ``clip_frac_low``, ``clip_frac_high``
+    (the ordinary clip, as in :func:`policy_loss`), ``cov_selected_frac`` (share of valid
+    tokens Clip-Cov cut: verl's ``pg_clipfrac`` in this mode), ``approx_kl``, ``ratio_mean``
+    """
+    mask = mask.to(logp.dtype)
+    advantages = advantages.expand_as(logp)
+    log_ratio = _log_ratio(logp, old_logp)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    loss_mat, clipped_mask, low, high = _clipped_surrogate(ratio, advantages, clip_low, clip_high)  # (B, T) each
     with torch.no_grad():
-        names = ("clip_frac", "clip_frac_low", "clip_frac_high", "clip_frac_dual", "approx_kl", "ratio_mean")
-        values = torch.stack([
-            masked_mean(clipped_mask.to(mask.dtype), mask),
-            masked_mean(low.to(mask.dtype), mask),
-            masked_mean(high.to(mask.dtype), mask),
-            masked_mean(dual.to(mask.dtype), mask),
-            masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
-            masked_mean(ratio, mask),
-        ]).tolist()  # one device-to-host copy on a GPU, not six
-    return loss, dict(zip(names, values))
+        cov = token_covariance(logp, advantages, mask)  # (B, T)
+        candidates = (mask > 0) & ~clipped_mask & (cov > clip_cov_lb) & (cov < clip_cov_ub)  # (B, T)
+        idx = torch.nonzero(candidates)  # (n, 2) row-major
+        if len(idx) > 0:  # no draw when there is nothing to draw from (verl's random stream, too)
+            perm = torch.randperm(len(idx), generator=generator, device=generator.device if generator is not None else "cpu")
+            idx = idx[perm[: max(int(clip_cov_ratio * mask.sum().item()), 1)].to(idx.device)]
+        selected = torch.zeros_like(candidates)
+        selected[idx[:, 0], idx[:, 1]] = True
+    loss_mat = loss_mat * (~selected).to(loss_mat.dtype)  # the chosen tokens: loss 0, no gradient
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, cov_selected_frac=selected)
+
+
+def kl_cov_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    kl_cov_ratio: float = 2e-4,
+    kl_cov_coef: float = 0.1,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+):
+    """KL-Cov (Cui et al. 2025, arXiv:2505.22617): the unclipped ratio loss, with a
+    log-ratio penalty on the highest-covariance tokens. verl's ``compute_policy_loss_kl_cov``.
+
+    Per token ``l = -A r``: **no ratio clip** (as in the paper and verl; clip_low and
+    clip_high do not enter). The ``max(1, int(kl_cov_ratio * n))`` valid tokens with the
+    largest :func:`token_covariance` (means over the ``n`` valid tokens, unweighted, as
+    verl takes them) get ``l = -A r + kl_cov_coef * |log r|``, which pulls their ratio
+    back towards 1 from either side. At ratio 1 (the first minibatch of a rollout) the
+    penalty and its gradient are 0: it acts once the policy has moved. Chosen per call
+    (per forward pass), as verl chooses per micro-batch. The log-ratio is clamped to
+    [-20, 20] as in :func:`policy_loss` (verl's kl_cov does not clamp).
+
+    logp, old_logp: (B, T) token log-probs now and at sampling time
+    advantages:     (B, T) (or (B, 1), broadcast over tokens)
+    mask:           (B, T)
+    returns: (loss, metrics) with ``cov_selected_frac`` (share of valid tokens penalised),
+    ``clip_frac``, ``clip_frac_low``, ``clip_frac_high`` (0: nothing is clipped),
+    ``approx_kl``, ``ratio_mean``
+    """
+    mask = mask.to(logp.dtype)
+    advantages = advantages.expand_as(logp)
+    log_ratio = _log_ratio(logp, old_logp)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    unclipped = -advantages * ratio  # (B, T)
+    with torch.no_grad():
+        valid = mask > 0  # (B, T)
+        cov = token_covariance(logp, advantages, valid)[valid]  # (n,) valid tokens in row-major order
+        flat = torch.zeros(valid.numel(), dtype=torch.bool, device=valid.device)
+        if cov.numel():
+            top = torch.topk(cov, max(1, int(cov.numel() * kl_cov_ratio))).indices  # into the valid tokens
+            flat[torch.nonzero(valid.reshape(-1)).squeeze(-1)[top]] = True
+        selected = flat.view_as(valid)  # (B, T)
+    loss_mat = torch.where(selected, unclipped + kl_cov_coef * log_ratio.abs(), unclipped)  # (B, T)
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    none = torch.zeros_like(valid)
+    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none, cov_selected_frac=selected)
+
+
+def cispo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float | None = 0.2,
+    clip_high: float | None = 0.2,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+):
+    """CISPO (MiniMax-M1, arXiv:2506.13585): clip the importance weight, never the gradient.
+
+    Per token ``l = -sg(clip(r, 1 - clip_low, 1 + clip_high)) * A * logp``: the clipped
+    ratio is a constant weight on REINFORCE's ``-A * logp``, so every token keeps a
+    gradient ``-w * A * grad logp`` (PPO's clip zeroes it once the ratio leaves the
+    range). None = no bound on that side. At ratio 1 the gradient is REINFORCE's.
+
+    The engines differ in the bounds: verl's ``compute_policy_loss_cispo`` (followed
+    here) clips to ``[1 - clip_ratio_low, 1 + clip_ratio_high]``, 0.2 each by
+    default; TRL 1.16's ``loss_type="cispo"`` has no lower bound and caps the ratio
+    at ``epsilon_high`` itself (the paper's eps_max, 5.0 recommended; unset it is
+    ``epsilon`` = 0.2): ``clip_low=None, clip_high=epsilon_high - 1`` here. TRL also
+    fixes the aggregation to token-mean and does not clamp the log-ratio (clamped to
+    [-20, 20] here, as in verl).
+
+    logp, old_logp: (B, T) token log-probs now and at sampling time
+    advantages:     (B, T) (or (B, 1), broadcast over tokens)
+    mask:           (B, T)
+    returns: (loss, metrics) with ``clip_frac`` (share of valid tokens whose weight was
+    clipped, either side, whatever the sign of A: verl's ``pg_clipfrac``; their gradient
+    is kept), ``clip_frac_low`` (ratio below 1 - clip_low), ``clip_frac_high`` (above
+    1 + clip_high; TRL's ``cispo_clip_ratio`` counts only those with A > 0),
+    ``approx_kl``, ``ratio_mean``
+    """
+    mask = mask.to(logp.dtype)
+    advantages = advantages.expand_as(logp)
+    log_ratio = _log_ratio(logp, old_logp)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    lo, hi = _clip_range(clip_low, clip_high)
+    weight = ratio.clamp(lo, hi).detach()  # (B, T) sg(clip(r)): a weight, no gradient of its own
+    loss_mat = -weight * advantages * logp  # (B, T)
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=ratio != weight, clip_frac_low=ratio < lo, clip_frac_high=ratio > hi)
+
+
+def sapo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    tau_pos: float = 1.0,
+    tau_neg: float = 1.05,
+    agg: str = "seq-mean-token-mean",
+    max_len: int | None = None,
+):
+    """SAPO, soft adaptive policy optimisation (Gao et al. 2025, Qwen, arXiv:2511.20347):
+    a smooth gate on the ratio instead of the hard clip.
+
+    Per token ``l = -A * f(r)`` with ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``, ``tau =
+    tau_pos`` where A > 0 and ``tau_neg`` where A <= 0. ``f'(r) = 4 s (1 - s)`` with ``s =
+    sigmoid(tau (r - 1))``: 1 at ``r = 1`` (the gradient is REINFORCE's there), falling
+    smoothly towards 0 as the ratio leaves 1, faster for a larger tau. So a token that has
+    moved far keeps a small gradient instead of none, and with ``tau_neg > tau_pos``
+    negative-advantage tokens are damped sooner. verl's ``compute_policy_loss_sapo``
+    and TRL 1.16's ``loss_type="sapo"`` (defaults 1.0 and 1.05 in both); both always
+    aggregate ``seq-mean-token-mean``, the default here (the others are allowed).
+    The log-ratio is clamped to [-20, 20], as verl does (TRL does not).
+
+    logp, old_logp: (B, T) token log-probs now and at sampling time
+    advantages:     (B, T) (or (B, 1), broadcast over tokens)
+    mask:           (B, T)
+    returns: (loss, metrics) with ``sapo_grad_weight`` (mean of ``f'(r)`` over the valid
+    tokens: 1 on-policy, smaller as ratios move off 1), ``clip_frac``, ``clip_frac_low``,
+    ``clip_frac_high`` (0: there is no hard clip), ``approx_kl``, ``ratio_mean``
+    """
+    mask = mask.to(logp.dtype)
+    advantages = advantages.expand_as(logp)
+    log_ratio = _log_ratio(logp, old_logp)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    tau = torch.where(advantages > 0, torch.as_tensor(tau_pos, dtype=logp.dtype, device=logp.device),
+                      torch.as_tensor(tau_neg, dtype=logp.dtype, device=logp.device))  # (B, T)
+    s = torch.sigmoid(tau * (ratio - 1.0))  # (B, T)
+    loss_mat = -(s * (4.0 / tau)) * advantages  # (B, T): -A * f(r)
+    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    s = s.detach()
+    none = torch.zeros_like(mask, dtype=torch.bool)
+    return loss, _policy_metrics(mask, log_ratio, ratio, sapo_grad_weight=4 * s * (1 - s), clip_frac=none, clip_frac_low=none, clip_frac_high=none)
 
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean", max_len: int | None = None):

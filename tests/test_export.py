@@ -23,7 +23,7 @@ from rlalgos.tools.cli import main
 from rlalgos.config import TrainConfig, make_config
 from rlalgos.tools.export import NO_DUAL_CLIP, ROWS, TRL_SCRIPT_KEYS, compose_verl, mapping_table, trl_settings, verl_config_dir, verl_overrides
 
-ALGOS = ["reinforce", "ppo", "grpo", "dapo", "drgrpo", "rloo", "dualclip", "gspo"]
+ALGOS = ["reinforce", "ppo", "grpo", "dapo", "drgrpo", "rloo", "dualclip", "gspo", "clipcov", "klcov", "cispo", "sapo"]
 TRL_ALGOS = [a for a in ALGOS if a != "ppo"]
 TINY = ["--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "16", "--eval-every", "0", "--save-every", "0", "--device", "cpu", "--no-progress"]
 
@@ -71,6 +71,9 @@ def test_trl_fields_exist_and_the_config_holds_the_table_values(algo, tmp_path):
         "dualclip": {"delta": 3.0},
         "gspo": {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4, "steps_per_generation": 4, "max_steps": 240},
         "rloo": {"beta": 0.0, "normalize_advantages": False}, "reinforce": {"beta": 0.0},
+        "clipcov": {"loss_type": "grpo", "epsilon": 0.2, "epsilon_high": 0.2}, "klcov": {"loss_type": "grpo"},  # no equivalent: the clipped loss
+        "cispo": {"loss_type": "cispo", "epsilon": 0.2, "epsilon_high": 1.2},  # TRL's cispo bounds the ratio itself: 1 + clip_high
+        "sapo": {"loss_type": "sapo", "sapo_temperature_pos": 1.0, "sapo_temperature_neg": 1.05},
     }[algo]
     assert {k: config[k] for k in expect} == expect
     assert config["learning_rate"] == 1e-4 and config["lr_scheduler_type"] == "constant" and config["num_generations"] == 8
@@ -204,7 +207,36 @@ def test_verl_overrides_resolve_and_round_trip(algo, tmp_path):
         assert cfg.algorithm.filter_groups.enable is False  # downweight: no equivalent, noted
     expected = {"ppo": "gae", "reinforce": "rloo", "rloo": "rloo"}.get(algo, "grpo")
     assert cfg.algorithm.adv_estimator == expected
-    assert cfg.actor_rollout_ref.actor.policy_loss.loss_mode == ("gspo" if algo == "gspo" else "vanilla")
+    assert cfg.actor_rollout_ref.actor.policy_loss.loss_mode == {"gspo": "gspo", "clipcov": "clip_cov", "klcov": "kl_cov", "cispo": "cispo", "sapo": "sapo"}.get(algo, "vanilla")
+
+
+def test_loss_modes_map_to_both_engines():
+    """loss_mode: verl's policy_loss.loss_mode and its parameters; TRL's loss_type cispo / sapo;
+    Clip-Cov and KL-Cov have no TRL equivalent, and the note names TRL's nearest options."""
+    cfg = TrainConfig(algo="grpo")
+    values, vmap = verl_overrides(cfg, make_config("clipcov", clip_cov_ratio=1e-3, clip_cov_lb=0.5, clip_cov_ub=4.0))
+    pl = "actor_rollout_ref.actor.policy_loss."
+    assert {k: values[pl + k] for k in ("loss_mode", "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub")} == {"loss_mode": "clip_cov", "clip_cov_ratio": 1e-3, "clip_cov_lb": 0.5, "clip_cov_ub": 4.0}
+    assert pl + "kl_cov_ratio" not in values and "actor_rollout_ref.actor.tau_pos" not in values  # another mode's parameters: not set
+    values, _ = verl_overrides(cfg, make_config("klcov", kl_cov_ratio=5e-4, kl_cov_coef=1.0))
+    assert (values[pl + "loss_mode"], values[pl + "kl_cov_ratio"], values[pl + "ppo_kl_coef"]) == ("kl_cov", 5e-4, 1.0)
+    values, vmap = verl_overrides(cfg, make_config("sapo", sapo_tau_pos=0.9, loss_agg="token-mean"))
+    assert (values[pl + "loss_mode"], values["actor_rollout_ref.actor.tau_pos"], values["actor_rollout_ref.actor.tau_neg"]) == ("sapo", 0.9, 1.05)
+    assert any("verl's sapo always aggregates seq-mean-token-mean" in n for n in vmap.notes)
+    for name in ("clipcov", "klcov"):
+        _, config, mapping = trl_settings(cfg, make_config(name))
+        assert config["loss_type"] == "grpo"  # the clipped loss, from loss_agg
+        note = next(n for n in mapping.notes if n.startswith("no equivalent: `loss_mode`"))
+        assert "epsilon_high" in note and "top_entropy_quantile" in note
+    _, config, mapping = trl_settings(cfg, make_config("cispo", clip_high=0.28))
+    assert config["loss_type"] == "cispo" and config["epsilon_high"] == pytest.approx(1.28)
+    assert any("no lower bound" in n for n in mapping.notes) and any("always aggregates token-mean" in n for n in mapping.notes)
+    _, config, mapping = trl_settings(cfg, make_config("cispo", loss_agg="token-mean"))
+    assert not any("always aggregates" in n for n in mapping.notes)
+    _, config, _ = trl_settings(cfg, make_config("sapo", sapo_tau_neg=2.0))
+    assert (config["loss_type"], config["sapo_temperature_pos"], config["sapo_temperature_neg"]) == ("sapo", 1.0, 2.0)
+    _, config, mapping = trl_settings(cfg, make_config("grpo"))
+    assert "sapo_temperature_pos" not in config and not any("loss_mode" in n for n in mapping.notes)  # the default mode: nothing added
 
 
 def test_verl_data_layout_and_compute_score(tmp_path):

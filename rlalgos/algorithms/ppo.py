@@ -16,7 +16,9 @@ The diff from REINFORCE (``reinforce.py``):
 * **the clipped ratio** ``max(-A r, -A clip(r, 1-eps, 1+eps))`` makes it safe to
   run several epochs of shuffled minibatches over one rollout, and a clipped
   value loss trains the critic alongside. ``clip_c`` > 1 adds the dual clip
-  (Ye et al. 2020): where A < 0 the loss is at most ``-A * clip_c``.
+  (Ye et al. 2020): where A < 0 the loss is at most ``-A * clip_c``. ``loss_mode``
+  swaps the clipped loss for Clip-Cov, KL-Cov, CISPO or SAPO (``core.clip_cov_loss``,
+  ...; the presets ``clipcov``, ``klcov``, ``cispo``, ``sapo`` are GRPO with them).
 
 In code, two classes as in the configs: :class:`Clipped` is REINFORCE's loss
 with the clipped ratio (``ClippedConfig``, which GRPO shares), and :class:`PPO`
@@ -53,9 +55,24 @@ class Clipped(Algorithm):
 
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
         """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
-        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip)."""
-        return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, self.cfg.clip_low, self.cfg.clip_high, self.cfg.loss_agg, self.max_len,
-                                clip_c=self.cfg.clip_c or None, ratio_level=ratio_level)
+        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip). Another
+        ``loss_mode`` swaps in its own per-token loss from :mod:`rlalgos.core` (token ratios only)."""
+        c, mode = self.cfg, self.cfg.loss_mode
+        if mode == "clip":
+            return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, c.clip_low, c.clip_high, c.loss_agg, self.max_len,
+                                    clip_c=c.clip_c or None, ratio_level=ratio_level)
+        if ratio_level != "token":
+            raise ValueError(f"loss_mode {mode} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip")
+        args, agg = (out["logprobs"], old_logp, adv.values, adv.mask), {"agg": c.loss_agg, "max_len": self.max_len}
+        if mode == "clip_cov":
+            return core.clip_cov_loss(*args, c.clip_low, c.clip_high, c.clip_cov_ratio, c.clip_cov_lb, c.clip_cov_ub, **agg)
+        if mode == "kl_cov":
+            return core.kl_cov_loss(*args, c.kl_cov_ratio, c.kl_cov_coef, **agg)
+        if mode == "cispo":
+            return core.cispo_loss(*args, c.clip_low, c.clip_high, **agg)
+        if mode == "sapo":
+            return core.sapo_loss(*args, c.sapo_tau_pos, c.sapo_tau_neg, **agg)
+        raise ValueError(f"unknown loss_mode {mode!r}")
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         pg, m = self.policy_loss(out, adv, old_logp)

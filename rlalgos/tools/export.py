@@ -199,7 +199,52 @@ def _trl_algo(c: Ctx) -> Mapped:
 
 def _verl_algo(c: Ctx) -> Mapped:
     estimator = "rloo" if isinstance(c.algo, ReinforceConfig) else "gae" if isinstance(c.algo, PPOConfig) else "grpo"
-    return same(**{"algorithm.adv_estimator": estimator, A + "policy_loss.loss_mode": "gspo" if isinstance(c.algo, GSPOConfig) else "vanilla"})
+    out = {"algorithm.adv_estimator": estimator}
+    if not c.has("loss_mode"):  # reinforce, rloo: verl's clipped loss (inert at one update per rollout); the clipped algorithms: see loss_mode
+        out[A + "policy_loss.loss_mode"] = "vanilla"
+    return same(**out)
+
+
+TRL_LOSS_MODES = {"cispo": "token-mean", "sapo": "seq-mean-token-mean"}
+"""The loss modes that are a TRL ``loss_type`` of the same name, and the aggregation that loss_type always uses."""
+
+
+def _trl_loss_mode(c: Ctx) -> Mapped:
+    mode = c.algo.loss_mode
+    if mode == "clip":
+        return same()  # loss_type comes from loss_agg
+    if mode in ("clip_cov", "kl_cov"):
+        name = {"clip_cov": "Clip-Cov", "kl_cov": "KL-Cov"}[mode]
+        instead = "the clipped loss (loss_type from loss_agg)" + (" where rlalgos's kl_cov has no clip" if mode == "kl_cov" else "")
+        return missing(f"TRL has no {name}: the export trains with {instead}; TRL's nearest options are epsilon_high (clip-higher: a wider upper clip "
+                       "lets rare rewarded tokens grow, which slows the entropy collapse) and top_entropy_quantile (train only on the highest-entropy tokens)")
+    fixed = TRL_LOSS_MODES[mode]
+    return differs("" if c.algo.loss_agg == fixed else f"TRL's loss_type {mode} always aggregates {fixed} (the run's loss_agg is {c.algo.loss_agg})", loss_type=mode)
+
+
+def _verl_loss_mode(c: Ctx) -> Mapped:
+    mode = c.algo.loss_mode
+    name = "gspo" if isinstance(c.algo, GSPOConfig) else "vanilla" if mode == "clip" else mode
+    note = ""
+    if mode == "sapo" and c.algo.loss_agg != "seq-mean-token-mean":
+        note = f"verl's sapo always aggregates seq-mean-token-mean (the run's loss_agg is {c.algo.loss_agg})"
+    elif mode in ("clip_cov", "kl_cov"):
+        note = "verl picks the tokens in each micro-batch (ppo_micro_batch_size_per_gpu), rlalgos in each forward pass (length bucket): the same rule, over other sets of answers"
+    return differs(note, **{A + "policy_loss.loss_mode": name})
+
+
+def _mode_param(mode: str, trl: str, verl: str, name: str) -> tuple[Callable[[Ctx], Mapped], Callable[[Ctx], Mapped]]:
+    """(to_trl, to_verl) of a loss mode's parameter ``name``: set only when the run uses that mode
+    (``trl`` '' = TRL has no such option)."""
+    def to_trl(c: Ctx) -> Mapped:
+        if c.algo.loss_mode != mode:
+            return same()
+        return same(**{trl: c.value(name)}) if trl else missing(f"TRL has no {mode} (see loss_mode)")
+
+    def to_verl(c: Ctx) -> Mapped:
+        return same(**{A + verl: c.value(name)}) if c.algo.loss_mode == mode else same()
+
+    return to_trl, to_verl
 
 
 def _trl_task(c: Ctx) -> Mapped:
@@ -272,7 +317,15 @@ def _trl_loss_agg(c: Ctx) -> Mapped:
     if isinstance(c.algo, ReinforceConfig):
         return missing("RLOOTrainer sums each answer's token losses and averages over answers (seq-mean-token-sum): "
                        "the gradient of token-mean times the batch's mean length, which Adam mostly absorbs")
+    if c.algo.loss_mode in TRL_LOSS_MODES:
+        return same()  # loss_type is the loss mode's, with its own fixed aggregation (see loss_mode)
     return same(loss_type=_TRL_LOSS_TYPE[c.algo.loss_agg])
+
+
+def _trl_clip_high(c: Ctx) -> Mapped:
+    if c.algo.loss_mode == "cispo":  # TRL's cispo caps the ratio itself at epsilon_high
+        return differs("TRL's cispo caps the weight at epsilon_high itself: 1 + clip_high", epsilon_high=1 + c.algo.clip_high)
+    return same(epsilon_high=c.algo.clip_high)
 
 
 def _verl_loss_agg(c: Ctx) -> Mapped:
@@ -412,8 +465,8 @@ def _verl_micro(c: Ctx) -> Mapped:
 
 ROWS: list[Row] = [
     # ---- the run ----------------------------------------------------------------
-    Row("algo", "GRPOTrainer (grpo, dapo, drgrpo, dualclip, gspo: `importance_sampling_level`); RLOOTrainer (reinforce, rloo)",
-        "`algorithm.adv_estimator`, `actor.policy_loss.loss_mode`", "GRPO family -> grpo (gspo: loss_mode gspo / sequence level); reinforce, rloo -> rloo; ppo -> gae",
+    Row("algo", "GRPOTrainer (grpo, dapo, drgrpo, dualclip, gspo: `importance_sampling_level`, clipcov, klcov, cispo, sapo); RLOOTrainer (reinforce, rloo)",
+        "`algorithm.adv_estimator` (+ `actor.policy_loss.loss_mode`=vanilla for reinforce, rloo)", "GRPO family -> grpo (gspo: sequence level; its loss_mode: see loss_mode); reinforce, rloo -> rloo; ppo -> gae",
         "TRL 1.16 has no PPO trainer: ppo exports to verl only", _trl_algo, _verl_algo),
     Row("model", "`model` (train_trl.py)", "`actor_rollout_ref.model.path` (+ `critic.model.path`, `model.custom_chat_template`)",
         "empty = the shipped tiny model, copied into the export as model/", "verl applies a chat template to every prompt; one that passes the prompt through is set for a tokenizer without one",
@@ -475,6 +528,9 @@ ROWS: list[Row] = [
     Row("kl_sample_rows", "", "", "", "a logged-only KL measured on a subsample of answers: the engines log no KL without a KL term",
         _no_equivalent("TRL logs no KL without beta > 0", lambda c: c.cfg.kl_sample_rows > 0),
         _no_equivalent("verl logs no KL without use_kl_loss or use_kl_in_reward", lambda c: c.cfg.kl_sample_rows > 0)),
+    Row("entropy_probe", "", "", "", "the entropy mechanism (covariance, entropy before/after each update) is measured by rlalgos only; verl logs `actor/entropy`, TRL `entropy`",
+        _no_equivalent("TRL logs the entropy, not its change across an update", lambda c: c.cfg.entropy_probe),
+        _no_equivalent("verl logs actor/entropy, not its change across an update", lambda c: c.cfg.entropy_probe)),
     Row("seed", "`seed`, `data_seed`", "`data.seed`", "same seed, different random streams", "",
         lambda c: same(seed=c.cfg.seed, data_seed=c.cfg.seed), lambda c: same(**{"data.seed": c.cfg.seed})),
     Row("device", "`use_cpu`, `bf16`; `world_size` (export --gpus)", "`trainer.n_gpus_per_node` (export --gpus), `trainer.nnodes`=1",
@@ -525,12 +581,25 @@ ROWS: list[Row] = [
         lambda c: same() if c.algo.baseline == "leave_one_out" else missing("exported as adv_estimator rloo (leave-one-out)")),
     Row("(fixed) REINFORCE does not clip the ratio", "`epsilon` (0.2, kept)", "`actor.clip_ratio` (0.2), `actor.clip_ratio_c` (3, kept)", "",
         "both engines clip the ratio: inert at epochs = minibatches = 1 (the ratio is exactly 1), active otherwise", only=ReinforceConfig),
-    Row("clip_low", "`epsilon`", "`actor.clip_ratio_low` (+ `actor.clip_ratio`)", "same value", "",
-        lambda c: same(epsilon=c.algo.clip_low), lambda c: same(**{A + "clip_ratio_low": c.algo.clip_low, A + "clip_ratio": c.algo.clip_low})),
-    Row("clip_high", "`epsilon_high`", "`actor.clip_ratio_high`", "same value", "",
-        lambda c: same(epsilon_high=c.algo.clip_high), lambda c: same(**{A + "clip_ratio_high": c.algo.clip_high})),
+    Row("clip_low", "`epsilon`", "`actor.clip_ratio_low` (+ `actor.clip_ratio`)", "same value", "TRL's cispo has no lower bound on the weight",
+        lambda c: same(epsilon=c.algo.clip_low) if c.algo.loss_mode != "cispo" else
+        differs("TRL's cispo has no lower bound on the weight (rlalgos and verl clip it at 1 - clip_low)", epsilon=c.algo.clip_low),
+        lambda c: same(**{A + "clip_ratio_low": c.algo.clip_low, A + "clip_ratio": c.algo.clip_low})),
+    Row("clip_high", "`epsilon_high`", "`actor.clip_ratio_high`", "same value; cispo: TRL's epsilon_high = 1 + clip_high (it bounds the ratio itself)", "",
+        _trl_clip_high, lambda c: same(**{A + "clip_ratio_high": c.algo.clip_high})),
     Row("clip_c", "`delta` (two-sided clip)", "`actor.clip_ratio_c`", f"0 (off) -> TRL delta None, verl {NO_DUAL_CLIP:g} (verl always dual-clips, default 3)", "",
         _trl_clip_c, lambda c: same(**{A + "clip_ratio_c": c.algo.clip_c or NO_DUAL_CLIP})),
+    Row("loss_mode", "`loss_type` cispo / sapo (clip: see loss_agg)", "`actor.policy_loss.loss_mode`",
+        "clip -> verl vanilla (gspo: gspo); clip_cov, kl_cov, cispo, sapo: verl's names; cispo, sapo: TRL loss_type of the same name",
+        "TRL has no clip_cov or kl_cov (nearest: epsilon_high, top_entropy_quantile); TRL's cispo aggregates token-mean, TRL's and verl's sapo seq-mean-token-mean, whatever loss_agg says",
+        _trl_loss_mode, _verl_loss_mode),
+    Row("clip_cov_ratio", "", "`actor.policy_loss.clip_cov_ratio`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_ratio", "clip_cov_ratio")),
+    Row("clip_cov_lb", "", "`actor.policy_loss.clip_cov_lb`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_lb", "clip_cov_lb")),
+    Row("clip_cov_ub", "", "`actor.policy_loss.clip_cov_ub`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_ub", "clip_cov_ub")),
+    Row("kl_cov_ratio", "", "`actor.policy_loss.kl_cov_ratio`", "same value (with kl_cov)", "TRL has no KL-Cov", *_mode_param("kl_cov", "", "policy_loss.kl_cov_ratio", "kl_cov_ratio")),
+    Row("kl_cov_coef", "", "`actor.policy_loss.ppo_kl_coef`", "same value (with kl_cov)", "TRL has no KL-Cov", *_mode_param("kl_cov", "", "policy_loss.ppo_kl_coef", "kl_cov_coef")),
+    Row("sapo_tau_pos", "`sapo_temperature_pos`", "`actor.tau_pos`", "same value (with sapo)", "", *_mode_param("sapo", "sapo_temperature_pos", "tau_pos", "sapo_tau_pos")),
+    Row("sapo_tau_neg", "`sapo_temperature_neg`", "`actor.tau_neg`", "same value (with sapo)", "", *_mode_param("sapo", "sapo_temperature_neg", "tau_neg", "sapo_tau_neg")),
     Row("adv_scale", "`scale_rewards` (std -> group, none -> none)", "`algorithm.norm_adv_by_std_in_grpo`", "", "",
         lambda c: same(scale_rewards="group" if c.algo.adv_scale == "std" else "none"), lambda c: same(**{"algorithm.norm_adv_by_std_in_grpo": c.algo.adv_scale == "std"})),
     Row("adv_eps", "", "", "", "fixed in the engines: TRL divides by std + 1e-4, verl by std + 1e-6 (rlalgos's default)",
