@@ -17,7 +17,7 @@ TRANSFORMERS_LOWEST ?= 5.0.0
 TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test docs browser test-fast test-transformers-range sft notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
+.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
@@ -53,6 +53,9 @@ test-transformers-range: install  ## the install test at the lowest transformers
 
 sft: install  ## rebuild data/base_model with its fixed seed
 	$(BIN)/rlalgos sft --overwrite
+
+trap-model: install  ## rebuild data/trap_model (the exploration regime's base model, notebook 09) with its fixed seed
+	$(BIN)/rlalgos trap-model --overwrite
 
 lab: install  ## open the notebooks; read them in order 00 -> 08
 	$(BIN)/jupyter lab notebooks/

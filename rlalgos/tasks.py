@@ -249,6 +249,9 @@ class Task:
     """Where the evaluation rows come from (a file, a hub split, or rows held out of the training file)."""
     completion_metrics: Callable[[Sequence[str]], dict[str, float]] = lambda completions: {}
     """Task-specific metrics of a batch of completions, logged by evaluation as ``eval_<name>``."""
+    breakdown: str = ""
+    """A row key (e.g. ``level``) whose values split the metrics: training and evaluation then also log
+    ``accuracy/VALUE`` and each completion metric as ``NAME/VALUE`` (:func:`breakdown_metrics`); '' = none."""
 
     @property
     def note(self) -> str:
@@ -351,6 +354,42 @@ def addition_regime(terms: Sequence[int], max_value: int = 99, n_train: int = 20
                 completion_metrics=scratchpad_metrics)
 
 
+def trap_task(n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> Task:
+    """The exploration regime (``--task trap``): half the prompts are *easy*, 2-term
+    sums of 1-digit numbers (``6+3=``), the other half *hard*, 3-4-term sums of
+    2-digit numbers (``46+76+82=``). Its base model (``data/trap_model``,
+    :func:`rlalgos.workbook.sft.trap_finetune`) answers the easy ones directly and
+    reliably, while on the hard ones only the rare scratchpad works. Each row has
+    ``level`` (``easy``/``hard``), and the metrics are split by it."""
+    def split(n: int, s: int) -> list[dict]:
+        rng = random.Random(s)
+        return [dict(make_addition_problem(rng, 2, 9), level="easy") if rng.random() < 0.5 else
+                dict(make_addition_problem(rng, rng.choice((3, 4)), 99), level="hard") for _ in range(n)]
+
+    test = split(n_test, seed + 1)
+    test_prompts = {r["prompt"] for r in test}
+    # hard test prompts are unseen in training; the easy ones cannot be (there are only 81 of them)
+    train = [r for r in split(n_train + n_test, seed) if r["level"] == "easy" or r["prompt"] not in test_prompts][:n_train]
+    rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, 0.0)])
+    return Task("trap", train, test, rewards, max_new_tokens=48, test_source=f"{n_test} generated problems, half easy, half hard (seed {seed + 1})",
+                completion_metrics=scratchpad_metrics, breakdown="level")
+
+
+def breakdown_metrics(task: Task, rows: Sequence[dict], completions: Sequence[str], correct: Sequence[float]) -> dict[str, tuple[float, float]]:
+    """``{"accuracy/VALUE": (sum, count), "NAME/VALUE": (sum, count)}`` for each value of the
+    task's ``breakdown`` key and each of its completion metrics (sums, so that several
+    processes can add theirs before dividing); ``{}`` for a task without a breakdown."""
+    if not task.breakdown:
+        return {}
+    out: dict[str, tuple[float, float]] = {}
+    for value in sorted({str(r[task.breakdown]) for r in rows}):
+        idx = [i for i, r in enumerate(rows) if str(r[task.breakdown]) == value]
+        out[f"accuracy/{value}"] = (float(sum(correct[i] for i in idx)), float(len(idx)))
+        for name, v in task.completion_metrics([completions[i] for i in idx]).items():
+            out[f"{name}/{value}"] = (v * len(idx), float(len(idx)))
+    return out
+
+
 def _parse_terms(text: str) -> list[int]:
     """``"2-6"`` -> [2, 3, 4, 5, 6]; ``"2,5"`` -> [2, 5]."""
     try:
@@ -366,7 +405,7 @@ def _parse_terms(text: str) -> list[int]:
     return terms
 
 
-TASKS = {"addition": addition_task}
+TASKS = {"addition": addition_task, "trap": trap_task}
 
 
 def get_task(name: str, **kwargs) -> Task:

@@ -32,7 +32,7 @@ from .record import Rollout
 from .rollout import rollout
 from .engine.runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, load_metrics, read_rows, RunMetrics, run_metrics, rewrite_rows, save_checkpoint
 from .engine.sampler import SamplingConfig, check_chat_template
-from .tasks import Task, get_task, reward_columns
+from .tasks import Task, breakdown_metrics, get_task, reward_columns
 from .engine.trackers import with_trackers
 
 __all__ = ["TrainConfig", "Run", "build_run", "run_loop", "train", "resume", "evaluate", "load_metrics"]
@@ -84,6 +84,8 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
         out[f"eval_reward/{k}"] = v.mean().item()
     for k, v in task.completion_metrics(ro.completions).items():  # e.g. the share of answers that show their working
         out[f"eval_{k}"] = v
+    for k, (total, n) in breakdown_metrics(task, ro.rows, ro.completions, ro.correct.tolist()).items():  # per level, if the task has levels
+        out[f"eval_{k}"] = total / n
     if greedy:
         g = rollout(policy, tokenizer, rows, 1, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key, greedy=True)
         out["eval_greedy_accuracy"] = g.correct.mean().item()
@@ -206,7 +208,7 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
                               score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk, autocast_dtype=autocast_dtype)
     algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk,
-                    autocast_dtype=autocast_dtype)
+                    autocast_dtype=autocast_dtype, entropy_probe=cfg.entropy_probe)
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off
@@ -281,6 +283,7 @@ def run_loop(run: Run) -> list[dict]:
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
             row = {"step": step, **batch.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
+            row.update(batch.ratios(breakdown_metrics(run.task, ro.rows, ro.completions, ro.correct.tolist())))  # per level, if the task has levels
             row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0

@@ -28,7 +28,7 @@ import torch
 
 from ..config import AlgoConfig
 from ..engine.forward import batched_logprobs
-from ..engine.update import minibatch_updates
+from ..engine.update import EntropyProbe, minibatch_updates
 from ..record import Rollout
 
 
@@ -59,8 +59,9 @@ class Algorithm:
     """
 
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1,
-                 autocast_dtype: torch.dtype | None = None):
+                 autocast_dtype: torch.dtype | None = None, entropy_probe: bool = False):
         self.policy, self.cfg = policy, cfg
+        self.entropy_probe = entropy_probe  # measure the entropy mechanism of every update (TrainConfig.entropy_probe)
         self.max_new_tokens = max_new_tokens
         self.score_batch_size, self.logits_chunk, self.autocast_dtype = score_batch_size, logits_chunk, autocast_dtype
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
@@ -119,8 +120,11 @@ class Algorithm:
         """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps on :meth:`loss`."""
         self.policy.train()
         adv = self.advantages(ro)
+        probe = EntropyProbe(self, ro, adv) if self.entropy_probe else None  # covariance and entropy before the step
         metrics = minibatch_updates(self, ro, adv)  # the engine: micro-batches, length buckets, processes
         metrics.update(adv.metrics)
+        if probe is not None:
+            metrics.update(probe.after())  # the entropy change the step made on the same states
         metrics["lr"] = self.optimizer.param_groups[0]["lr"]
         self.step_count += 1
         return metrics

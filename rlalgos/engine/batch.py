@@ -108,3 +108,12 @@ def rollout_stats(ro) -> dict:
     cat = lambda key: torch.cat([c[key] for c in cols])  # noqa: E731
     parts = {k: torch.cat([c["parts"][k] for c in cols]) for k in cols[0]["parts"]}
     return row_stats(cat("rewards"), parts[ro.correct_key], parts, cat("lengths"), cat("truncated"), ro.group_size)
+
+
+def ratios(sums: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """``{name: (sum, count)}`` -> ``{name: sum / count}`` over every process's rows
+    (e.g. :func:`rlalgos.tasks.breakdown_metrics`, accuracy per difficulty level)."""
+    flat = {f"{k}\0{i}": v[i] for k, v in sums.items() for i in (0, 1)}
+    s = distributed.reduce_sums(flat)
+    return {k: s[f"{k}\0" + "0"] / max(s[f"{k}\0" + "1"], 1.0) for k in sums}
+

@@ -20,7 +20,7 @@ import torch
 from .. import core
 from . import batch, distributed
 from .buckets import length_buckets
-from .forward import forward_logprobs
+from .forward import batched_logprobs, forward_logprobs
 
 
 @dataclass
@@ -135,3 +135,42 @@ def minibatch_updates(algo, ro, adv) -> dict:
     if "nonfinite" in metrics:
         metrics["nonfinite"] = 1.0
     return metrics
+
+
+class EntropyProbe:
+    """The entropy mechanism of one update, measured (Cui et al. 2025, arXiv:2505.22617).
+
+    To first order, a policy-gradient step changes the policy's entropy by minus a
+    covariance, over the sampled tokens, between a token's log-probability and its
+    advantage: rewarding confident tokens lowers the entropy, rewarding rare ones
+    raises it. Built before the optimizer steps, the probe records that covariance
+    (``entropy_cov``: the mean of :func:`rlalgos.core.token_covariance` over the
+    rollout's completion tokens, with the sampling log-probs) and the exact entropy of
+    the sampling policy on the rollout's own states; :meth:`after` measures the exact
+    entropy on the same states once the steps are done, so ``entropy_change`` is what
+    the update did to them. Two no-grad passes over the rollout (one if it recorded
+    its sampling entropy). Whole-batch means under ``torchrun``.
+    """
+
+    def __init__(self, algo, ro, adv):
+        self.algo, self.ro = algo, ro
+        if ro.old_entropy is not None:
+            logp, ent = ro.old_logprobs, ro.old_entropy  # (N, T) each
+        else:
+            logp, ent = self._pass()
+        mask = ro.completion_mask  # (N, T): every sampled token, whatever its weight in the loss
+        cov = core.token_covariance(logp, adv.values.expand_as(logp), mask)  # (N, T) centred log-prob x centred advantage
+        self.sums = {"tokens": float(mask.sum()), "cov": float(core.masked_sum(cov, mask)), "before": float(core.masked_sum(ent, mask))}
+
+    def _pass(self):
+        a = self.algo
+        return batched_logprobs(a.policy, self.ro, a.score_batch_size, with_entropy=True, logits_chunk=a.logits_chunk, autocast_dtype=a.autocast_dtype)
+
+    def after(self) -> dict:
+        """``entropy_cov``, ``entropy_before``, ``entropy_after`` and ``entropy_change`` (per token)."""
+        _, ent = self._pass()
+        s = distributed.reduce_sums({**self.sums, "after": float(core.masked_sum(ent, self.ro.completion_mask))})
+        n = max(s["tokens"], 1.0)
+        return {"entropy_cov": s["cov"] / n, "entropy_before": s["before"] / n, "entropy_after": s["after"] / n,
+                "entropy_change": (s["after"] - s["before"]) / n}
+

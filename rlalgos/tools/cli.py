@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, field_docs, make_config, parse_algo_spec
+from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec
 from ..tasks import DATA_DIR
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
@@ -304,6 +304,14 @@ def cmd_sft(args: SFTConfig) -> None:
     print(f"saved the base model to {args.out_dir}")
 
 
+def cmd_trap_model(args: TrapConfig) -> None:
+    from ..workbook.sft import trap_finetune
+
+    report = trap_finetune(args)
+    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
+    print(f"saved the trap regime's base model to {args.out_dir} (train on it with --task trap --model {args.out_dir})")
+
+
 def cmd_rm(args: RMConfig) -> None:
     from ..workbook.reward_model import train_reward_model
 
@@ -364,6 +372,7 @@ COMMANDS = {
     "eval": Command(EvalArgs, cmd_eval, "evaluate a model on the test split"),
     "plot": Command(PlotArgs, cmd_plot, "plot run folders side by side"),
     "sft": Command(SFTConfig, cmd_sft, "train the tiny base model by supervised fine-tuning and save it"),
+    "trap-model": Command(TrapConfig, cmd_trap_model, "make the exploration regime's base model (data/trap_model) from the shipped one by a short fine-tune"),
     "rm": Command(RMConfig, cmd_rm, "train a tiny reward model on base-model samples labelled by the rule reward"),
     "data": Command(DataArgs, cmd_data, "regenerate the addition task's train/test jsonl"),
     "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),

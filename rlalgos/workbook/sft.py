@@ -25,12 +25,12 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..config import SFTConfig
+from ..config import SFTConfig, TrapConfig
 from ..engine.forward import forward_logprobs
 from ..engine.precision import resolve_device
-from ..model import char_tokenizer, count_parameters, tiny_model
+from ..model import char_tokenizer, count_parameters, load_policy, tiny_model
 from ..engine.runs import check_model_dir
-from ..tasks import addition_task, make_addition_data
+from ..tasks import addition_task, make_addition_data, make_addition_problem
 from ..train import evaluate
 
 
@@ -104,3 +104,56 @@ def sft(cfg: SFTConfig | None = None) -> dict:
     }
     (out / "sft_report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def trap_finetune(cfg: TrapConfig | None = None) -> dict:
+    """The exploration regime's base model (``data/trap_model``): the shipped model
+    fine-tuned so that the common strategy is right where it is rewarded first and the
+    rare one is needed where it matters.
+
+    Each step trains on 32 easy prompts (2-term sums of 1-digit numbers) and 32 hard
+    ones (3-4-term sums of 2-digit numbers):
+
+    * easy: the full direct answer (``6+3=`` -> ``#9``), except ``easy_scratchpad_frac``
+      of them whose target is only the scratchpad's first token: the model learns to
+      *start* a scratchpad there sometimes, never how to finish one on 1-digit sums
+      (the shipped model's scratchpad is poor there: it never saw them);
+    * hard: only the first token ``#`` (the choice of a direct answer, which fails on
+      these), except ``hard_scratchpad_frac`` with the full scratchpad, which keeps the
+      scratchpad competent when it is chosen.
+
+    The loss is the mean over target tokens, easy and hard halves weighted equally.
+    Returns a report, also written to ``OUT_DIR/trap_report.json``.
+    """
+    cfg = cfg or TrapConfig()
+    if cfg.steps < 1 or not cfg.lr > 0 or not (0 <= cfg.hard_scratchpad_frac <= 1 and 0 <= cfg.easy_scratchpad_frac <= 1):
+        raise ValueError("trap needs steps >= 1, lr > 0 and both scratchpad fractions in [0, 1]")
+    check_model_dir(cfg.out_dir, cfg.overwrite)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    model, tokenizer = load_policy(cfg.base or None, device="cpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    model.train()
+    t0 = time.perf_counter()
+    for _ in tqdm(range(cfg.steps), desc="trap", disable=not cfg.progress):
+        easy = [make_addition_problem(rng, 2, 9) for _ in range(32)]
+        hard = [make_addition_problem(rng, rng.choice([3, 4]), 99) for _ in range(32)]
+        full = [rng.random() < cfg.hard_scratchpad_frac for _ in hard]  # hard: the whole scratchpad, or the choice only
+        pick = [rng.random() < cfg.easy_scratchpad_frac for _ in easy]  # easy: the scratchpad's first token, or the direct answer
+        targets = [(r["target"][0] if c else r["direct"]) for r, c in zip(easy, pick)] + [(r["target"] if f else "#") for r, f in zip(hard, full)]
+        p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, [r["prompt"] for r in easy + hard], targets, "cpu")
+        only_first = torch.tensor(pick + [not f for f in full])  # (64,) rows trained on their first token only
+        t_mask[only_first, 1:] = 0
+        logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (64, T)
+        loss = sum(-(logp[h] * t_mask[h]).sum() / t_mask[h].sum() for h in (slice(0, 32), slice(32, 64)))  # easy + hard
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    out = Path(cfg.out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    report = {"train_seconds": round(time.perf_counter() - t0, 1), "final_loss": round(loss.item(), 4), "config": asdict(cfg)}
+    (out / "trap_report.json").write_text(json.dumps(report, indent=2))
+    return report
+
