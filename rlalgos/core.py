@@ -340,6 +340,24 @@ def _policy_metrics(mask: torch.Tensor, log_ratio: torch.Tensor, ratio: torch.Te
     return dict(zip([*means, "approx_kl", "ratio_mean"], values))
 
 
+RARE_P = 0.1
+"""A token is *rare* when its sampling probability was below this: the tokens clip-higher is for."""
+
+
+def rare_upper_clip(old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, high: torch.Tensor) -> dict[str, float]:
+    """What the upper clip does to the tokens clip-higher exists for (DAPO, arXiv:2503.14476):
+    ``rare_pos_frac``, the share of valid tokens that were rare (sampling probability below
+    :data:`RARE_P`) and had a positive advantage, and ``clip_frac_high_rare``, the share of
+    *those* whose ratio had passed ``1 + clip_high`` (their own gradient is cut).
+
+    old_logp, advantages, mask, high: (B, T), ``high`` the boolean upper-clip mask."""
+    with torch.no_grad():
+        rare = (mask > 0) & (advantages.expand_as(old_logp) > 0) & (old_logp < math.log(RARE_P))  # (B, T)
+        n = rare.sum()
+        vals = torch.stack([n / (mask > 0).sum().clamp(min=1), (high & rare).sum() / n.clamp(min=1)]).tolist()
+    return {"rare_pos_frac": vals[0], "clip_frac_high_rare": vals[1]}
+
+
 def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GSPO's importance ratio, one per answer: the length-normalised sequence likelihood ratio.
 
@@ -396,7 +414,7 @@ def policy_loss(
     (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high),
     ``clip_frac_dual`` (A < 0 and ``-A * clip_c`` is the smaller: verl's
     ``pg_clipfrac_lower``), ``approx_kl`` (k3 estimate of KL(old || new) over valid
-    tokens, always per token) and ``ratio_mean``. With ``ratio_level="sequence"``
+    tokens, always per token) and ``ratio_mean``. Also :func:`rare_upper_clip`'s ``rare_pos_frac`` and ``clip_frac_high_rare``. With ``ratio_level="sequence"``
     the clip fractions count the tokens of clipped answers.
     """
     mask = mask.to(logp.dtype)
@@ -415,7 +433,8 @@ def policy_loss(
         dual = (advantages < 0) & (bound < loss_mat)
         loss_mat = torch.where(dual, bound, loss_mat)
     loss = aggregate_loss(loss_mat, mask, agg, max_len)
-    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
+    metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
+    return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
 
 
 # --------------------------------------------------------------------------- #
@@ -498,7 +517,8 @@ def clip_cov_loss(
         selected[idx[:, 0], idx[:, 1]] = True
     loss_mat = loss_mat * (~selected).to(loss_mat.dtype)  # the chosen tokens: loss 0, no gradient
     loss = aggregate_loss(loss_mat, mask, agg, max_len)
-    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, cov_selected_frac=selected)
+    metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, cov_selected_frac=selected)
+    return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
 
 
 def kl_cov_loss(

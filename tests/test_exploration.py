@@ -119,3 +119,20 @@ def test_sample_many_counts_answers_per_prompt(base):
     s = sample_many(policy, tok, t, t.test[:3], n=8, seed=0)
     assert len(s) == 24 and s.groupby("prompt").size().tolist() == [8, 8, 8] and set(s["level"]) <= {"easy", "hard"}
     assert s.equals(sample_many(policy, tok, t, t.test[:3], n=8, seed=0))  # its own RNG
+
+
+def test_run_or_reuse_trains_once_and_knows_a_changed_setting(tmp_path):
+    from dataclasses import replace
+
+    from rlalgos.workbook.exploration import finished, run_or_reuse
+
+    cfg = TrainConfig(algo="grpo", steps=1, prompts_per_step=2, group_size=2, eval_every=0, eval_prompts=2, eval_samples=2,
+                      out_dir=str(tmp_path / "r"), progress=False, overwrite=True)
+    algo = make_config("grpo")
+    assert not finished(cfg, algo)
+    run_or_reuse([(cfg, algo)], jobs=1, progress=False)
+    stamp = (tmp_path / "r" / "metrics.jsonl").stat().st_mtime_ns
+    assert finished(cfg, algo) and finished(replace(cfg, progress=True, out_dir=str(tmp_path / "r")), algo)
+    assert not finished(replace(cfg, steps=2), algo) and not finished(cfg, make_config("grpo", lr=3e-4))
+    run_or_reuse([(cfg, algo)], jobs=1, progress=False)
+    assert (tmp_path / "r" / "metrics.jsonl").stat().st_mtime_ns == stamp  # reused, not retrained

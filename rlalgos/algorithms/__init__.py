@@ -2,7 +2,8 @@
 ``reinforce.py -> ppo.py -> grpo.py -> dapo.py`` (and ``grpo.py -> gspo.py``), on
 the shared :class:`~rlalgos.algorithms.base.Algorithm`. Their hyperparameters
 (one dataclass each, a docstring per field) and the one registry of names,
-presets included (``drgrpo``, ``rloo``, ``dualclip``), are in
+presets included (``drgrpo``, ``rloo``, ``dualclip``;
+``clipcov``, ``klcov``, ``cispo``, ``sapo``: GRPO with another ``loss_mode``), are in
 :mod:`rlalgos.config`; a name runs the class whose ``Config`` is its config
 class (a preset runs its base algorithm's class).
 """

@@ -16,8 +16,9 @@ group advantages sum to zero and the ratio is 1, the policy-gradient loss is ~0
 at every step: that is expected, not a bug.
 
 ``drgrpo`` is this file with two defaults changed (no std division, a constant
-length normaliser), ``dualclip`` with ``clip_c = 3`` (dual-clip PPO): see
-``rlalgos.config.ALGORITHMS``.
+length normaliser), ``dualclip`` with ``clip_c = 3`` (dual-clip PPO), and
+``clipcov``, ``klcov``, ``cispo``, ``sapo`` with ``loss_mode`` clip_cov, kl_cov, cispo, sapo:
+see ``rlalgos.config.ALGORITHMS``.
 Hyperparameters: :class:`rlalgos.config.GRPOConfig`.
 """
 

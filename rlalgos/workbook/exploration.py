@@ -9,11 +9,29 @@ are no longer solved at all. pass@k uses the unbiased estimator of Chen et al.
 (:func:`rlalgos.core.pass_at_k`); its error bar here is the standard error over
 prompts (the prompts are the independent units; the n samples of one prompt are
 not).
+
+The exploration sweep's regime and arms (``benchmarks/exploration.py`` runs them,
+notebook 09 reads them). The regime (fixed before any arm was run; vanilla-only pilots on seeds 100 and 101,
+never used for a claim, chose the learning rate: at 3e-5 nothing moved in 40 steps,
+at 5e-5 the easy answers eroded without the scratchpad growing, at 1e-4 the
+scratchpad took over the hard prompts): ``--task trap`` from ``data/trap_model``,
+16 prompts x 8 answers per step, 8 minibatches per rollout (8 optimizer steps, the
+regime where clips act), lr 1e-4, no KL, 30 steps, evaluation every 10 steps on 200 test prompts x 4 samples,
+the entropy probe on. Each arm changes one thing:
+
+* ``vanilla``: GRPO (clip 0.2 / 0.2, per-answer loss, no KL);
+* ``clip_higher``: clip_high 0.28;
+* ``clip_cov`` / ``kl_cov``: verl's loss modes with their defaults;
+* ``entropy_bonus``: DAPO's entropy bonus (coefficient 0.01), always on;
+* ``temperature``: DAPO's temperature monitor (fires below 0.3 nats/token, about 3/4
+  of the base model's 0.396, +0.1 per firing up to 1.5);
+* ``kl``: the k3 KL term at beta 0.04.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
@@ -22,9 +40,37 @@ import torch
 from .. import core
 from ..engine.sampler import SamplingConfig
 from ..rollout import rollout
+from ..config import TRAP_MODEL_DIR, TrainConfig, make_config
 from ..tasks import Task, extract_hash_answer, uses_scratchpad
 
 KS = (1, 4, 16, 64, 256)
+
+OUT = Path("runs/exploration")  # where the sweep writes its run folders
+SHARED = dict(task="trap", model=str(TRAP_MODEL_DIR), prompts_per_step=16, group_size=8, steps=30, eval_every=10, eval_prompts=200, eval_samples=4,
+              entropy_probe=True, progress=False, save_every=0, overwrite=True)
+VANILLA = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
+# the DAPO class with every switch off except the one under test
+DAPO_OFF = dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", overlong_penalty=False)
+BASE_EVAL_ENTROPY = 0.396  # nats/token: the trap model's eval entropy on the test prompts (step 0 of every run; notebook 09 prints it)
+ARMS = {
+    "vanilla": ("grpo", {}),
+    "clip_higher": ("grpo", {"clip_high": 0.28}),
+    "clip_cov": ("grpo", {"loss_mode": "clip_cov"}),
+    "kl_cov": ("grpo", {"loss_mode": "kl_cov"}),
+    "entropy_bonus": ("dapo", {**DAPO_OFF, "entropy_threshold": 1e9, "entropy_action": "bonus", "entropy_coef": 0.01}),
+    "temperature": ("dapo", {**DAPO_OFF, "entropy_threshold": 0.3, "entropy_action": "temperature"}),
+    "kl": ("grpo", {"kl_coef": 0.04}),
+}
+
+
+def arm_config(arm: str, seed: int, out: Path = OUT, lr: float = VANILLA["lr"], **overrides):
+    """(TrainConfig, algorithm config) of one arm at one seed."""
+    algo, changes = ARMS[arm]
+    shared = {**SHARED, **overrides}
+    cfg = TrainConfig(algo=algo, seed=seed, out_dir=str(out / f"{arm}_s{seed}"), **shared)
+    return cfg, make_config(algo, **{**VANILLA, "lr": lr, **changes})
+
+
 
 
 @torch.no_grad()
@@ -75,3 +121,83 @@ def pass_at_k_curve(prompts: pd.DataFrame, ks: Sequence[int] = KS, by: str | Non
             se = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
             lines.append({"group": name, "k": k, "pass": float(x.mean()), "se": se, "prompts": len(x)})
     return pd.DataFrame(lines)
+
+IGNORED = ("out_dir", "overwrite", "progress")  # settings that do not change a run's numbers
+
+
+def finished(cfg: TrainConfig, algo_cfg) -> bool:
+    """Whether ``cfg.out_dir`` already holds this exact run, finished: its config.json has
+    the same settings (all but :data:`IGNORED`) and its last metrics row is step ``cfg.steps``."""
+    from dataclasses import asdict, fields
+
+    from ..engine.runs import load_metrics, run_config
+
+    try:
+        df = load_metrics(cfg.out_dir)
+    except FileNotFoundError:
+        return False
+    saved = run_config(df)
+
+    def same(old: dict, new) -> bool:  # an option newer than the saved run counts as its default
+        defaults = {f.name: f.default for f in fields(new)}
+        return all(old.get(k, defaults[k]) == v for k, v in asdict(new).items() if k not in IGNORED)
+
+    return bool(saved) and same(saved.get("train", {}), cfg) and same(saved.get("algo", {}), algo_cfg) and int(df["step"].max()) == cfg.steps
+
+
+def run_or_reuse(runs: Sequence[tuple], jobs: int = 2, progress: bool = True) -> list[str]:
+    """Train the runs that are not :func:`finished` (side by side, :func:`rlalgos.tools.sweep.run_many`)
+    and return every run's folder: rerunning a notebook reuses what it already trained."""
+    from ..tools.sweep import run_many
+
+    todo = [r for r in runs if not finished(*r)]
+    if todo:
+        run_many(list(todo), jobs=jobs, progress=progress)
+    return [cfg.out_dir for cfg, _ in runs]
+
+
+def cached_samples(path: Path, make) -> pd.DataFrame:
+    """``make()``'s DataFrame, saved to ``path`` (CSV) the first time and read back after."""
+    path = Path(path)
+    if path.exists():
+        return pd.read_csv(path, dtype={"answer": str})
+    df = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False)
+    return df
+
+
+def mechanism_fit(dfs: Sequence[pd.DataFrame]) -> dict:
+    """Cui et al.'s first-order law against the measurements, over every step of ``dfs``
+    (runs with ``entropy_probe``): the covariance ``entropy_cov`` (x) and the measured
+    ``entropy_change`` on the rollout's states (y). Returns ``steps``, ``corr`` (Pearson),
+    ``slope`` of the least-squares line y = a + slope x with its 95% interval
+    (``slope_low``, ``slope_high``), and ``sign_as_predicted``: the share of steps whose
+    change has the sign opposite to the covariance, as the law predicts."""
+    import numpy as np
+
+    from .stats import t975
+
+    d = pd.concat([df[df["step"] > 0][["entropy_cov", "entropy_change"]] for df in dfs]).dropna()
+    x, y = d["entropy_cov"].to_numpy(), d["entropy_change"].to_numpy()
+    n = len(d)
+    xc, yc = x - x.mean(), y - y.mean()
+    slope = float((xc * yc).sum() / (xc * xc).sum())
+    resid = yc - slope * xc
+    se = float(np.sqrt((resid ** 2).sum() / (n - 2) / (xc * xc).sum())) if n > 2 else float("nan")
+    half = t975(n - 2) * se if n > 2 else float("nan")
+    moved = (x != 0) & (y != 0)
+    return {"steps": n, "corr": float(np.corrcoef(x, y)[0, 1]), "slope": slope, "slope_low": slope - half, "slope_high": slope + half,
+            "sign_as_predicted": float((np.sign(y[moved]) == -np.sign(x[moved])).mean()), "cov_mean": float(x.mean()), "change_mean": float(y.mean())}
+
+
+def seed_band(dfs: Sequence[pd.DataFrame], key: str) -> pd.DataFrame:
+    """Per step (where ``key`` was logged): the mean over runs and its 95% t-interval
+    (``low``, ``high``; the mean alone with one run), from ``len(dfs)`` seeds."""
+    from .stats import t975
+
+    wide = pd.concat([df.set_index("step")[key].dropna().rename(i) for i, df in enumerate(dfs)], axis=1)
+    n = wide.notna().sum(axis=1)
+    mean, sd = wide.mean(axis=1), wide.std(axis=1, ddof=1)
+    half = pd.Series([t975(int(k) - 1) if k > 1 else float("nan") for k in n], index=wide.index) * sd / n.pow(0.5)
+    return pd.DataFrame({"mean": mean, "low": mean - half, "high": mean + half, "runs": n})
