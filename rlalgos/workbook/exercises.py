@@ -376,3 +376,47 @@ def _auc(fn):
 @exercise("07.2", "which fix kept accuracy higher", "both fixes beat 'rm only'; compare them with each other, paired by seed")
 def _rm_fix(answer, runs):
     return _which_higher(answer, runs, "rm + KL", "rm + rule", "eval_accuracy")
+
+
+# --------------------------------------------------------------------------- #
+# 09 · Exploration
+# --------------------------------------------------------------------------- #
+
+_LOGITS_09 = torch.tensor([2.0, 0.0, 0.0, 0.0])
+
+
+def entropy_after_step(logits: torch.Tensor, advantages: torch.Tensor, lr: float = 0.1) -> tuple[float, float]:
+    """(Cov_pi(log pi, A), entropy change) for one natural policy-gradient step ``z += lr * A``
+    on a softmax over ``logits`` (Cui et al. 2025's first-order setting)."""
+    p, logp = logits.softmax(0), logits.log_softmax(0)
+    cov = float((p * (logp - (p * logp).sum()) * (advantages - (p * advantages).sum())).sum())
+    H = lambda z: float(-(z.softmax(0) * z.log_softmax(0)).sum())  # noqa: E731
+    return cov, H(logits + lr * advantages) - H(logits)
+
+
+@exercise("09.1", "the sign of the entropy change", "the entropy change is about -lr x Cov(log pi, A): is the rewarded token above or below the average log-probability?")
+def _entropy_sign(answer):
+    out = []
+    for rewarded in (0, 3):  # the likely token, then a rare one
+        A = torch.full((4,), -1.0)
+        A[rewarded] = 1.0
+        cov, dH = entropy_after_step(_LOGITS_09, A)
+        out.append(("rise" if dH > 0 else "fall", cov, dH))
+    if not isinstance(answer, (list, tuple)) or len(answer) != 2:
+        return False, "answer a pair like ('fall', 'rise'): (reward token 0, reward token 3)"
+    got = [str(a).strip().lower() for a in answer]
+    if any(g not in ("rise", "fall") for g in got):
+        return False, f"answer 'rise' or 'fall' for each; you wrote {answer!r}"
+    ev = "; ".join(f"reward token {t}: Cov {c:+.3f}, entropy {d:+.4f}" for t, (_, c, d) in zip((0, 3), out))
+    return got == [o[0] for o in out], f"logits [2, 0, 0, 0], one natural step lr 0.1: {ev}"
+
+
+@exercise("09.2", "how far the upper clip lets a rare token rise", "a token's own gradient stops once its ratio passes 1 + clip_high, i.e. once p_new > p_old (1 + clip_high)")
+def _rare_rise(answer):
+    want = torch.tensor([0.05 * 1.2, 0.05 * 1.28])
+    return _same(answer, want, "p_old 0.05 under clip_high 0.2 and 0.28 (the largest p_new that still gets its own gradient)")
+
+
+@exercise("09.3", "did clip-higher grow the rare strategy?", "compare clip_higher with vanilla on eval_scratchpad_frac/hard, paired by seed; 'noise' if the interval contains 0")
+def _clip_higher_share(answer, runs):
+    return _which_higher(answer, runs, "vanilla", "clip_higher", "eval_scratchpad_frac/hard")

@@ -25,7 +25,9 @@ the entropy probe on. Each arm changes one thing:
 * ``entropy_bonus``: DAPO's entropy bonus (coefficient 0.01), always on;
 * ``temperature``: DAPO's temperature monitor (fires below 0.3 nats/token, about 3/4
   of the base model's 0.396, +0.1 per firing up to 1.5);
-* ``kl``: the k3 KL term at beta 0.04.
+* ``kl``: the k3 KL term at beta 0.04;
+* ``dapo`` (added after the seven arms above were read, for the pass@k curves of
+  improved GRPO): DAPO with all its defaults, at the same lr and minibatches.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ ARMS = {
     "entropy_bonus": ("dapo", {**DAPO_OFF, "entropy_threshold": 1e9, "entropy_action": "bonus", "entropy_coef": 0.01}),
     "temperature": ("dapo", {**DAPO_OFF, "entropy_threshold": 0.3, "entropy_action": "temperature"}),
     "kl": ("grpo", {"kl_coef": 0.04}),
+    "dapo": ("dapo", {}),  # added after the first sweep was read: improved GRPO with all its defaults (clip-higher, token-mean, dynamic sampling, overlong shaping), for the pass@k curves
 }
 
 
@@ -201,3 +204,24 @@ def seed_band(dfs: Sequence[pd.DataFrame], key: str) -> pd.DataFrame:
     mean, sd = wide.mean(axis=1), wide.std(axis=1, ddof=1)
     half = pd.Series([t975(int(k) - 1) if k > 1 else float("nan") for k in n], index=wide.index) * sd / n.pow(0.5)
     return pd.DataFrame({"mean": mean, "low": mean - half, "high": mean + half, "runs": n})
+
+
+def balanced_rows(task: Task, n_prompts: int) -> list[dict]:
+    """The first ``n_prompts`` test rows, half from each value of the task's breakdown key
+    (easy and hard on the trap task), or simply the first ``n_prompts`` without one."""
+    if not task.breakdown:
+        return task.test[:n_prompts]
+    values = sorted({r[task.breakdown] for r in task.test})
+    per = n_prompts // len(values)
+    return [r for v in values for r in [x for x in task.test if x[task.breakdown] == v][:per]]
+
+
+def model_samples(model_dir, cache: Path, task: Task, rows: Sequence[dict], n: int, seed: int = 1) -> pd.DataFrame:
+    """:func:`sample_many` of the model in ``model_dir`` (None: the shipped base model), cached in ``cache``."""
+    def make():
+        from ..model import load_policy
+
+        policy, tokenizer = load_policy(model_dir, device="cpu")
+        return sample_many(policy, tokenizer, task, rows, n=n, seed=seed)
+
+    return cached_samples(cache, make)
