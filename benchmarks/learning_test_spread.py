@@ -15,7 +15,7 @@ run). One JSON line per run, then one per case.
 
 Example::
 
-    python benchmarks/learning_test_spread.py --seeds 0,1,2,3,4,5 --jobs 2   # ~25 min on 2 cores
+    python benchmarks/learning_test_spread.py --seeds 0,1,2,3,4,5 --jobs 2   # ~13 min on 2 cores (30-step cases)
 """
 
 from __future__ import annotations
