@@ -113,7 +113,8 @@ def rollout_stats(ro) -> dict:
 def ratios(sums: dict[str, tuple[float, float]]) -> dict[str, float]:
     """``{name: (sum, count)}`` -> ``{name: sum / count}`` over every process's rows
     (e.g. :func:`rlalgos.tasks.breakdown_metrics`, accuracy per difficulty level)."""
-    flat = {f"{k}\0{i}": v[i] for k, v in sums.items() for i in (0, 1)}
-    s = distributed.reduce_sums(flat)
-    return {k: s[f"{k}\0" + "0"] / max(s[f"{k}\0" + "1"], 1.0) for k in sums}
+    if not sums:  # a task without levels: no collective on the hot path
+        return {}
+    s = distributed.reduce_sums({(k, i): v[i] for k, v in sums.items() for i in (0, 1)})
+    return {k: s[(k, 0)] / max(s[(k, 1)], 1.0) for k in sums}
 
