@@ -17,7 +17,7 @@ TRANSFORMERS_LOWEST ?= 5.0.0
 TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
+.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
 
 install: $(VENV)/.installed
 
@@ -33,9 +33,13 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers; then the install test (a fresh venv) at the lowest transformers allowed
-	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=15 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks
-	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py
+test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers, and beside them the install test (a fresh venv) at the lowest transformers allowed
+	@# The install test is mostly pip unpacking wheels into a fresh venv: it runs beside the suite
+	@# (its output is printed at the end) and either failing fails make test.
+	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py > $(VENV)/install_test.log 2>&1 & install_test=$$!; \
+	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=15 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks; suite=$$?; \
+	wait $$install_test; install=$$?; echo "--- the install test (tests/test_install.py, transformers $(TRANSFORMERS_LOWEST)):"; cat $(VENV)/install_test.log; \
+	exit $$(( suite || install ))
 
 browser:  ## Debian's chromium for the book's browser test (tests/test_book.py skips without it); never fails
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) || echo "chromium not installed: the book's browser test will skip"
@@ -62,6 +66,9 @@ lab: install  ## open the notebooks; read them in order 00 -> 08
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)
 	cd notebooks && for nb in 0*.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=3600 $$nb || exit 1; done
+
+student: install  ## the student edition for a class: every notebook without its worked solutions, exercise outputs cleared -> build/student
+	$(BIN)/rlalgos student build/student --overwrite
 
 # Benchmarks: each prints JSON lines and keeps them in runs/bench/ (see README, "Speed")
 bench: bench-step bench-scaling bench-trl bench-learning  ## all four benchmarks (~40 min on 2 cores)

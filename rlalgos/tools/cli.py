@@ -1,4 +1,4 @@
-"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export``.
+"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export | student``.
 
 Built with tyro from the dataclasses in :mod:`rlalgos.config`: every option is a
 config field and its help is the docstring under that field, so ``--help`` and
@@ -156,6 +156,19 @@ class ExportArgs:
     """GPUs the exported command runs on (the batch sizes per GPU are derived from it)."""
     overwrite: bool = False
     """Replace an earlier export in export_dir (only its own files)."""
+
+
+@dataclass
+class StudentArgs:
+    """Write the student edition of the notebooks: the worked solutions taken out, the exercise cells' outputs cleared,
+    every other cell with its outputs."""
+
+    out_dir: Annotated[tyro.conf.Positional[str], tyro.conf.arg(metavar="OUT_DIR")]
+    """The folder to write (new or empty; an earlier edition with --overwrite)."""
+    notebooks_dir: str = ""
+    """The notebooks to convert (default: the repository's notebooks/)."""
+    overwrite: bool = False
+    """Use a folder that is not empty: replace only the student notebooks in it, keep its other files."""
 
 
 # --------------------------------------------------------------------------- #
@@ -356,6 +369,17 @@ def cmd_export(args: ExportArgs) -> None:
         print(f"  - {note}")
 
 
+def cmd_student(args: StudentArgs) -> None:
+    try:
+        from ..workbook.student import NOTEBOOKS_DIR, write_student_edition
+    except ModuleNotFoundError as e:  # nbformat comes with the notebook extra
+        raise ValueError(f"rlalgos student needs {e.name}: pip install -e '.[notebook]' (make install)") from e
+
+    written = write_student_edition(args.out_dir, args.notebooks_dir or NOTEBOOKS_DIR, overwrite=args.overwrite)
+    print(f"wrote the student edition of {len(written)} notebooks to {args.out_dir} (no solution cells, exercise outputs cleared)")
+    print(f"open it: jupyter lab {args.out_dir}   (the notebooks write their runs to {Path(args.out_dir).resolve().parent / 'runs'})")
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its arguments (a dataclass), what runs it, and its one-line help."""
@@ -377,6 +401,7 @@ COMMANDS = {
     "data": Command(DataArgs, cmd_data, "regenerate the addition task's train/test jsonl"),
     "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),
     "export": Command(ExportArgs, cmd_export, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
+    "student": Command(StudentArgs, cmd_student, "write the notebooks without their worked solutions, for a class (rlalgos student OUT_DIR)"),
 }
 
 
