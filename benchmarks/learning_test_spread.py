@@ -32,14 +32,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
-def run_case(algo: str, steps: int, seed: int, threads: int, out_dir: str) -> dict:
+def run_case(algo: str, steps: int, prompts: int, seed: int, threads: int, out_dir: str) -> dict:
     import torch
 
     torch.set_num_threads(threads)
     from learning_cases import run_learning_case
 
-    before, after, seconds = run_learning_case(algo, steps, seed, Path(out_dir) / f"{algo}_s{seed}")
-    return {"measure": "learning_test_run", "algo": algo, "steps": steps, "seed": seed, "threads": threads,
+    before, after, seconds = run_learning_case(algo, steps, prompts, seed, Path(out_dir) / f"{algo}_p{prompts}_s{seed}")
+    return {"measure": "learning_test_run", "algo": algo, "steps": steps, "prompts": prompts, "seed": seed, "threads": threads,
             "before": round(before, 4), "after": round(after, 4), "gain": round(after - before, 4), "train_seconds": round(seconds, 1)}
 
 
@@ -50,6 +50,7 @@ def main() -> None:
     p.add_argument("--algos", default=",".join(c[0] for c in CASES))
     p.add_argument("--seeds", default="0,1,2,3,4,5")
     p.add_argument("--jobs", type=int, default=2, help="worker processes, each with cores // jobs threads")
+    p.add_argument("--prompts", type=int, default=0, help="prompts per step for every case (0 = each case's own)")
     p.add_argument("--out-dir", default="runs/bench/learning_spread")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s]
@@ -57,18 +58,18 @@ def main() -> None:
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     gains: dict[str, list[float]] = {}
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_case, algo, steps, seed, threads, args.out_dir) for algo, steps, _ in cases for seed in seeds]
+        futures = [pool.submit(run_case, algo, steps, args.prompts or prompts, seed, threads, args.out_dir) for algo, steps, prompts, _ in cases for seed in seeds]
         for f in as_completed(futures):
             row = f.result()
             gains.setdefault(row["algo"], []).append(row["gain"])
             print(json.dumps(row), flush=True)
-    for algo, steps, threshold in cases:
+    for algo, steps, prompts, threshold in cases:
         g = gains.get(algo, [])
         if len(g) < 2:
             continue
         mean, sd = statistics.fmean(g), statistics.stdev(g)
         safe = mean - 3 * sd / math.sqrt(len(TEST_SEEDS))
-        print(json.dumps({"measure": "learning_test_spread", "algo": algo, "steps": steps, "seeds": len(g), "gain_mean": round(mean, 4),
+        print(json.dumps({"measure": "learning_test_spread", "algo": algo, "steps": steps, "prompts": args.prompts or prompts, "seeds": len(g), "gain_mean": round(mean, 4),
                           "gain_sd": round(sd, 4), "gain_min": min(g), "test_seeds": len(TEST_SEEDS),
                           "safe_threshold_for_mean": round(safe, 4), "test_threshold": threshold}), flush=True)
 

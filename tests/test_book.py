@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -89,8 +90,20 @@ def site(tmp_path_factory):
         import build_book
     finally:
         sys.path.remove(str(ROOT / "docs"))
-    tmp = tmp_path_factory.mktemp("book")
-    site_dir = build_book.build(tmp / "book", tmp / "book_src")
+    # Built once per session: under pytest-xdist the workers share the base temp folder's
+    # parent, and the first to take the lock builds while the other waits (the build is ~45 s).
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    with FileLock(str(shared / "book.lock")):
+        done = shared / "book.built"
+        if done.exists():
+            site_dir = Path(done.read_text(encoding="utf-8"))
+        else:
+            site_dir = build_book.build(shared / "book", shared / "book_src")
+            done.write_text(str(site_dir), encoding="utf-8")
 
     handler = functools.partial(_QuietHandler, directory=str(site_dir))
     server = _Server(("127.0.0.1", 0), handler)
@@ -110,7 +123,9 @@ def browser(site, tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh, empty --user-data-dir
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+            timeout=180_000)  # a loaded 2-core machine (the suite beside it) can take more than the default 30 s
+        context.set_default_timeout(120_000)  # page loads too
         try:
             yield context
         finally:

@@ -1,5 +1,6 @@
 """Trust, tested the way a user meets it: through the ``rlalgos`` command in a
-subprocess, on real folders whose every byte is hashed before and after.
+subprocess (or, for the many failed starts, its `main` in one child process), on real
+folders whose every byte is hashed before and after.
 
 * nothing outside a run's own files is ever deleted, and no failed start changes a byte;
 * a default run killed with SIGKILL resumes to the same rows as an uninterrupted run;
@@ -29,6 +30,38 @@ TIMING = ("seconds", "tokens_per_second")
 
 def rlalgos(*args, timeout=300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+# Many failed starts in one child process: each is ``rlalgos.tools.cli.main(argv)`` (what the
+# ``rlalgos`` command runs) with its own stderr, followed by a snapshot of the watched folder.
+# One interpreter start instead of one per case (~8 s each: torch and transformers load).
+_MANY = """
+import contextlib, io, json, sys
+sys.path.insert(0, sys.argv[1])
+from test_trust import snapshot
+from rlalgos.tools.cli import main
+out = []
+for case in json.load(sys.stdin):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(case["argv"])
+        except SystemExit as e:  # tyro's own usage errors
+            code = e.code
+    out.append({"returncode": code, "stderr": err.getvalue(), "after": snapshot(Path(case["watch"])) if case["watch"] else None})
+print(json.dumps(out))
+"""
+
+
+def rlalgos_many(cases: list[tuple[list, Path | None]], timeout=600) -> list[tuple[subprocess.CompletedProcess, dict | None]]:
+    """Run each ``(argv, watched folder)`` in one child interpreter; per case, its exit code and
+    stderr (as a CompletedProcess) and the watched folder's snapshot right after it."""
+    payload = json.dumps([{"argv": [str(a) for a in argv], "watch": str(watch) if watch else None} for argv, watch in cases])
+    code = "from pathlib import Path\n" + _MANY
+    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], input=payload, capture_output=True, text=True, env=ENV, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [(subprocess.CompletedProcess(argv, r["returncode"], "", r["stderr"]), r["after"]) for (argv, _), r in zip(cases, rows)]
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -83,18 +116,29 @@ def test_an_existing_run_is_refused_without_overwrite(finished_run, tiny_dir):
     assert snapshot(finished_run) == before
 
 
-@pytest.mark.parametrize("bad,needle", [
+FAILED_STARTS = [
     (["--model", "missing/model-folder"], "cannot load a model"),
     (["--reward-model", "no/such/rm"], "no reward model in"),
     (["--device", "cuda"], "CUDA"),
     (["--task", "gsm8k:openai/gsm8k"], "pass a local jsonl"),
     (["--task", "chess"], "unknown task 'chess'"),
     (["--lr", "-1e-5"], "lr must be > 0"),
-])
-def test_a_run_that_fails_to_start_leaves_the_folder_byte_identical(finished_run, tiny_dir, bad, needle):
+]
+
+
+@pytest.fixture(scope="module")
+def failed_starts(finished_run, tiny_dir):
+    """The folder's snapshot before, and each failed start's (result, snapshot right after it)."""
     before = snapshot(finished_run)
-    one_line_error(rlalgos(*small_run(tiny_dir, finished_run, "--overwrite", *bad)), needle)
-    assert snapshot(finished_run) == before
+    return before, rlalgos_many([(small_run(tiny_dir, finished_run, "--overwrite", *bad), finished_run) for bad, _ in FAILED_STARTS])
+
+
+@pytest.mark.parametrize("case", range(len(FAILED_STARTS)), ids=[n for _, n in FAILED_STARTS])
+def test_a_run_that_fails_to_start_leaves_the_folder_byte_identical(failed_starts, case):
+    before, results = failed_starts
+    proc, after = results[case]
+    one_line_error(proc, FAILED_STARTS[case][1])
+    assert after == before
 
 
 def test_overwrite_replaces_only_the_runs_own_files(tmp_path, tiny_dir):
@@ -140,21 +184,31 @@ def test_a_world_size_without_a_launcher_is_refused_clearly(tmp_path, tiny_dir):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("argv,needle", [
+ENVIRONMENT_ERRORS = [
     (["train", "grpo", "--device", "cuda"], "this torch build has no CUDA"),
     (["eval", "--model", "EMPTY"], "no config.json in"),
     (["eval", "--task", "gsm8k:openai/gsm8k", "--prompts", "1"], "pass a local jsonl"),
     (["eval", "--model", "some-org/not-downloaded", "--prompts", "1"], "pass the local folder"),
-])
-def test_environment_errors_are_one_line(tmp_path, argv, needle):
-    if "EMPTY" in argv:
-        (tmp_path / "empty").mkdir()
-        argv = [str(tmp_path / "empty") if a == "EMPTY" else a for a in argv]
-    if argv[0] == "train":
-        argv = [*argv, "--out-dir", tmp_path / "r"]
+]
+
+
+@pytest.fixture(scope="module")
+def environment_errors(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("env_errors")
+    (tmp / "empty").mkdir()
+    cases = []
+    for argv, _ in ENVIRONMENT_ERRORS:
+        argv = [str(tmp / "empty") if a == "EMPTY" else a for a in argv]
+        cases.append(([*argv, "--out-dir", tmp / "r"] if argv[0] == "train" else argv, None))
+    return rlalgos_many(cases)
+
+
+@pytest.mark.parametrize("case", range(len(ENVIRONMENT_ERRORS)), ids=[n for _, n in ENVIRONMENT_ERRORS])
+def test_environment_errors_are_one_line(environment_errors, case):
+    needle = ENVIRONMENT_ERRORS[case][1]
     if needle.startswith("this torch build") and __import__("torch").backends.cuda.is_built():
         pytest.skip("this torch build has CUDA")
-    one_line_error(rlalgos(*argv), needle)
+    one_line_error(environment_errors[case][0], needle)
 
 
 def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
