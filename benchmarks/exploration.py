@@ -6,6 +6,7 @@ Example::
 
     python benchmarks/exploration.py run --seeds 0,1,2 --jobs 2     # 21 runs, ~30 min on 2 cores
     python benchmarks/exploration.py run --arms vanilla --seeds 100  # a pilot
+    python benchmarks/exploration.py run --arms dynamic_only,dapo_no_dynamic --seeds 0,1,2  # which of DAPO's switches
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import json
 import sys
 from pathlib import Path
 
-from rlalgos.workbook.exploration import ARMS, OUT, SHARED, VANILLA, arm_config
+from rlalgos.workbook.exploration import ABLATION_ARMS, ARMS, OUT, SHARED, VANILLA, arm_config
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=["run", "configs"])
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, from {', '.join([*ARMS, *ABLATION_ARMS])}")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", default=str(OUT))

@@ -28,6 +28,11 @@ the entropy probe on. Each arm changes one thing:
 * ``kl``: the k3 KL term at beta 0.04;
 * ``dapo`` (added after the seven arms above were read, for the pass@k curves of
   improved GRPO): DAPO with all its defaults, at the same lr and minibatches.
+* ``dynamic_only`` and ``dapo_no_dynamic`` (added after ``dapo`` beat vanilla, to ask
+  which of its switches did it, fixed before either was run): the DAPO class with
+  only dynamic sampling on, and DAPO with only dynamic sampling off. Dynamic sampling
+  draws more groups per step (a cost the notebook counts), so these two answer
+  whether the gain is the extra, informative groups or the rest of DAPO.
 """
 
 from __future__ import annotations
@@ -64,11 +69,16 @@ ARMS = {
     "kl": ("grpo", {"kl_coef": 0.04}),
     "dapo": ("dapo", {}),  # added after the first sweep was read: improved GRPO with all its defaults (clip-higher, token-mean, dynamic sampling, overlong shaping), for the pass@k curves
 }
+# added after dapo was read, both fixed before either ran: which of DAPO's switches carries its gain
+ABLATION_ARMS = {
+    "dynamic_only": ("dapo", {**DAPO_OFF, "dynamic_sampling": "resample"}),
+    "dapo_no_dynamic": ("dapo", {"dynamic_sampling": "off"}),
+}
 
 
 def arm_config(arm: str, seed: int, out: Path = OUT, lr: float = VANILLA["lr"], **overrides):
     """(TrainConfig, algorithm config) of one arm at one seed."""
-    algo, changes = ARMS[arm]
+    algo, changes = {**ARMS, **ABLATION_ARMS}[arm]
     shared = {**SHARED, **overrides}
     cfg = TrainConfig(algo=algo, seed=seed, out_dir=str(out / f"{arm}_s{seed}"), **shared)
     return cfg, make_config(algo, **{**VANILLA, "lr": lr, **changes})
