@@ -193,19 +193,37 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
 # --------------------------------------------------------------------------- #
 
 
+KL_KINDS = ("k1", "k2", "k3", "k1+", "k3+")
+"""The per-token estimators :func:`kl_estimate` knows: Schulman's three and verl's two straight-through ones."""
+
+
 def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
     """Per-token estimate of KL(pi || pi_ref) from samples of pi.
 
-    With ``d = ref_logp - logp`` (Schulman's estimators, as in verl):
+    With ``d = ref_logp - logp`` (Schulman, "Approximating KL divergence", 2020,
+    http://joschu.net/blog/kl-approx.html; as verl's ``kl_penalty``):
 
     * ``k1 = -d``                  unbiased, high variance, can be negative
     * ``k2 = d**2 / 2``            biased, low variance
     * ``k3 = exp(d) - d - 1``      unbiased and always >= 0 (GRPO's choice)
+    * ``k1+``, ``k3+``             verl's straight-through estimators: the *value* of
+      k1 / k3 with the *gradient* of ``(logp - ref_logp)**2 / 2`` (k2's, unclamped as
+      in verl), ``(logp - ref_logp) * grad logp``
+
+    Unbiased values are not unbiased gradients. With tokens drawn from pi and the
+    estimate in the loss, the expected gradient of k1 is 0 (``E[grad logp] = 0``),
+    of k2 (and so of k1+, k3+) the gradient of KL(pi || pi_ref), and of k3,
+    ``(1 - pi_ref/pi) grad logp``, the gradient of the *forward* KL(pi_ref || pi)
+    (Tang & Munos 2025, arXiv:2506.09477). See :func:`exact_kl`, :func:`bias_corrected_kl`.
 
     ``d`` is clamped to [-20, 20] and k3 to [-10, 10] as verl does.
 
     logp, ref_logp: (B, T); returns (B, T)
     """
+    if kind in ("k1+", "k3+"):  # verl: backward_score - backward_score.detach() + forward_score.detach()
+        value = kl_estimate(logp, ref_logp, kind[:-1])  # (B, T)
+        k2 = 0.5 * (logp - ref_logp).square()  # (B, T): only its gradient survives
+        return k2 - k2.detach() + value.detach()
     d = (ref_logp - logp).clamp(-20.0, 20.0)
     if kind == "k1":
         return -d
@@ -213,7 +231,39 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") ->
         return 0.5 * d**2
     if kind == "k3":
         return (torch.exp(d) - d - 1.0).clamp(-10.0, 10.0)
-    raise ValueError(f"unknown KL estimator {kind!r}; use 'k1', 'k2' or 'k3'")
+    raise ValueError(f"unknown KL estimator {kind!r}; use one of {', '.join(KL_KINDS)}")
+
+
+def bias_corrected_kl(logp: torch.Tensor, ref_logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """TRL's ``use_bias_correction_kl`` (``GRPOConfig``, on by default in TRL 1.16): the k3
+    estimate times the token ratio ``r = exp(logp - old_logp)``, ratio and all differentiated.
+
+    On-policy ``r = 1``, so the value is k3's, but ``grad(r k3) = k3 grad logp + grad k3
+    = (logp - ref_logp) grad logp``: k2's gradient, whose expectation is the gradient of
+    KL(pi || pi_ref) (off-policy, times ``r``: the importance-weighted version).
+
+    logp, ref_logp, old_logp: (B, T); returns (B, T)
+    """
+    return kl_estimate(logp, ref_logp, "k3") * torch.exp(logp - old_logp)
+
+
+def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The exact KL(pi || pi_ref) of the two next-token distributions at every position,
+    ``sum_v pi(v) (log pi(v) - log pi_ref(v))`` over the whole vocabulary, with
+    ``pi = softmax(logits / temperature)`` and ``pi_ref = softmax(ref_logits / temperature)``.
+
+    What the estimators of :func:`kl_estimate` estimate from one sampled token; with a
+    small vocabulary it is cheap. ``exact_kl(ref_logits, logits)`` is the forward
+    KL(pi_ref || pi).
+
+    logits, ref_logits: (B, T, V); returns (B, T)
+    """
+    dtype = torch.promote_types(torch.promote_types(logits.dtype, ref_logits.dtype), torch.float32)  # float32, or float64 if given
+    z, z_ref = logits.to(dtype), ref_logits.to(dtype)
+    if temperature != 1.0:
+        z, z_ref = z / temperature, z_ref / temperature
+    logp, ref_logp = torch.log_softmax(z, dim=-1), torch.log_softmax(z_ref, dim=-1)  # (B, T, V) each
+    return (logp.exp() * (logp - ref_logp)).sum(-1)  # (B, T)
 
 
 def subsample_rows(n_rows: int, n_sample: int) -> torch.Tensor:

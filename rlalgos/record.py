@@ -14,10 +14,11 @@ import torch.nn.functional as F
 
 
 def pad_cat(tensors: Sequence[torch.Tensor], left: bool, value) -> torch.Tensor:
-    """Concatenate (n_i, L_i) tensors along dim 0, padding each to the longest L
+    """Concatenate (n_i, L_i, ...) tensors along dim 0, padding each to the longest L
     on the left (prompts) or the right (completions) with ``value``."""
     width = max(t.shape[1] for t in tensors)
-    return torch.cat([F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors])
+    pad = lambda t: (0, 0) * (t.dim() - 2) + ((width - t.shape[1], 0) if left else (0, width - t.shape[1]))  # noqa: E731  (F.pad counts from the last dim)
+    return torch.cat([F.pad(t, pad(t), value=value) for t in tensors])
 
 
 def id_tensor(ids: int | Sequence[int], device=None) -> torch.Tensor:
@@ -76,6 +77,8 @@ class Rollout:
     correct_key: str = "correct"
     old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
     ref_rows: torch.Tensor | None = None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
+    old_kl_exact: torch.Tensor | None = None  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
+    ref_logits: torch.Tensor | None = None  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
     pad_token_id: int = 0
     seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
 
@@ -135,6 +138,8 @@ class Rollout:
             old_logprobs=per_token(self.old_logprobs),
             ref_logprobs=per_token(self.ref_logprobs),
             old_entropy=per_token(self.old_entropy),
+            old_kl_exact=per_token(self.old_kl_exact),
+            ref_logits=per_token(self.ref_logits),
         )
 
     @staticmethod
@@ -148,7 +153,7 @@ class Rollout:
 
         def cat(name, left, value):
             ts = [getattr(p, name) for p in parts]
-            return None if ts[0] is None else pad_cat(ts, left, value)
+            return None if any(t is None for t in ts) else pad_cat(ts, left, value)
 
         return Rollout(
             prompts=sum((p.prompts for p in parts), []),
@@ -162,6 +167,8 @@ class Rollout:
             old_logprobs=cat("old_logprobs", False, 0.0),
             old_entropy=cat("old_entropy", False, 0.0),
             ref_logprobs=cat("ref_logprobs", False, 0.0),
+            old_kl_exact=cat("old_kl_exact", False, 0.0),
+            ref_logits=cat("ref_logits", False, 0.0),
             ref_rows=None if all(p.ref_rows is None for p in parts) else torch.cat([p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},

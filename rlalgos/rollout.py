@@ -4,6 +4,13 @@ The rollout never knows which algorithm will consume it. It records everything
 any of them needs: token ids and masks, truncation flags, the log-probs the
 sampling policy gave its own tokens, the reference model's log-probs, and the
 rewards with their per-function breakdown.
+
+With a small vocabulary (the whole batch's logits within
+:data:`~rlalgos.engine.forward.AUTO_CHUNK_LOGITS`) the reference pass also keeps its
+full logits, so that the exact KL(pi || pi_ref) is measured in the pass that sees the
+sampling policy's logits anyway: the rollout's own no-grad pass when it records
+``old_logprobs`` (``ro.old_kl_exact``), or else the update's first pass (``ro.ref_logits``).
+No extra forward pass, no random number drawn.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Sequence
 import torch
 
 from . import core
-from .engine.forward import batched_logprobs
+from .engine.forward import batched_stats, logits_fit
 from .record import Rollout, completion_mask_from_ids, decode_completions
 from .engine.sampler import SamplingConfig, generate, stop_token_ids
 from .tasks import RewardSet, reward_columns
@@ -39,7 +46,8 @@ def rollout(
     rows: task rows (each with ``prompt`` and the reward columns such as ``answer``)
     old_logprobs: record the sampling policy's log-probs (algorithms that update
         more than once per rollout need them; one forward pass without grad).
-    ref_model: if given, also record its log-probs (for KL).
+    ref_model: if given, also record its log-probs (for KL), and with a small
+        vocabulary what the exact KL needs (see the module docstring).
     ref_sample: > 0: the reference's log-probs only on that many rows, evenly spread
         over the groups (``ro.ref_rows`` says which; the others hold 0): enough for a
         logged KL estimate, never for a KL the algorithm trains on. 0: every row.
@@ -76,16 +84,25 @@ def rollout(
         pad_token_id=tokenizer.pad_token_id,
     ).trimmed()  # drop the columns after every answer ended
     score = dict(batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype)
-    old = {}
-    if old_logprobs:
-        old["old_logprobs"], old["old_entropy"] = batched_logprobs(policy, ro, with_entropy=True, **score)  # (N, T) each
-    ref = {}
+    ref, ref_logits = {}, None
+    keep = ref_model is not None and logits_fit(ref_model, ro.completion_ids.numel())  # the reference's logits are cheap to keep
     if ref_model is not None and 0 < ref_sample < len(ro):  # a logged KL estimate: the reference pass on a few rows
         idx = core.subsample_rows(len(ro), ref_sample).to(device)  # (m,)
+        sub = batched_stats(ref_model, ro.select(idx), keep_logits=keep, **score)
         ref["ref_logprobs"] = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
-        ref["ref_logprobs"][idx] = batched_logprobs(ref_model, ro.select(idx), **score)
+        ref["ref_logprobs"][idx] = sub["logprobs"]
+        if "logits" in sub:
+            ref_logits = sub["logits"].new_zeros(*ro.completion_ids.shape, sub["logits"].shape[-1])  # (N, T, V), 0 on the rows not measured
+            ref_logits[idx] = sub["logits"]
         ref["ref_rows"] = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)  # (N,)
     elif ref_model is not None:
-        ref["ref_logprobs"] = batched_logprobs(ref_model, ro, **score)  # (N, T)
+        out = batched_stats(ref_model, ro, keep_logits=keep, **score)
+        ref["ref_logprobs"], ref_logits = out["logprobs"], out.get("logits")  # (N, T), (N, T, V) or None
+    old = {}
+    if old_logprobs:  # the sampling policy's pass, and with the reference's logits the exact KL in it
+        out = batched_stats(policy, ro, with_entropy=True, ref_logits=ref_logits, **score)
+        old = {"old_logprobs": out["logprobs"], "old_entropy": out["entropy"], "old_kl_exact": out.get("kl_exact")}  # (N, T) each
+    elif ref_logits is not None:
+        ref["ref_logits"] = ref_logits  # the update's first pass is the sampling policy's: it measures the exact KL
     seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
     return replace(ro, **old, **ref, seconds=seconds)

@@ -2,8 +2,11 @@
 against the engines: each loss value and its gradient w.r.t. the log-probs equal verl
 0.9.1's ``compute_policy_loss_*`` and, for cispo and sapo, TRL 1.16's
 ``GRPOTrainer._compute_loss`` branch, on fixed random tensors (B=4, T=7, a ragged
-mask, advantages of both signs, ratios well beyond the clip range). Then the
-covariance itself, the presets from the command line, and the one-line errors.
+mask, advantages of both signs, ratios well beyond the clip range). The KL estimators
+the same way: ``core.kl_estimate`` (k1, k2, k3 and the straight-through k1+, k3+)
+against verl's ``kl_penalty``, and ``core.bias_corrected_kl`` against TRL's KL term with
+``use_bias_correction_kl``. Then the covariance itself, the presets from the command
+line, and the one-line errors.
 
 verl is installed without its dependencies (``pip install --no-deps verl``, for the
 export tests), so its ``core_algos`` is imported in a subprocess in which the few
@@ -72,7 +75,7 @@ CASES = {
     "sapo-taus": ("sapo", dict(tau_pos=0.5, tau_neg=2.0), "seq-mean-token-mean", dict(seed=3, per_answer=True), None),
 }
 
-VERL_SCRIPT = r'''
+VERL_PRELUDE = r'''
 import importlib.util, sys, types
 from unittest import mock
 
@@ -88,7 +91,9 @@ for name in ("ray", "tensordict", "codetiming", "orjson"):
         sys.modules[name] = mock.MagicMock()
 if isinstance(sys.modules.get("tensordict"), mock.MagicMock):
     sys.modules["tensordict.tensorclass"] = sys.modules["tensordict"].tensorclass
+'''
 
+VERL_SCRIPT = VERL_PRELUDE + r'''
 from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.workers.config import ActorConfig, PolicyLossConfig
 
@@ -109,21 +114,25 @@ torch.save(out, sys.argv[2])
 '''
 
 
+def run_verl(script: str, cases, d):
+    """``script`` (verl's functions, imported after :data:`VERL_PRELUDE`) on ``cases`` in a subprocess: what it saved."""
+    if importlib.util.find_spec("verl") is None:
+        pytest.skip("verl is not installed (pip install --no-deps verl)")
+    torch.save(cases, d / "cases.pt")
+    proc = subprocess.run([sys.executable, "-c", script, str(d / "cases.pt"), str(d / "out.pt")], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return torch.load(d / "out.pt")
+
+
 @pytest.fixture(scope="module")
 def verl_results(tmp_path_factory):
     """{case: (loss, grad, metrics)} from verl's own functions, all cases in one subprocess."""
-    if importlib.util.find_spec("verl") is None:
-        pytest.skip("verl is not installed (pip install --no-deps verl)")
-    d = tmp_path_factory.mktemp("verl")
     cases = {}
     for name, (mode, kw, agg, opts, seed) in CASES.items():
         logp, old, adv, mask = inputs(**opts)
         cases[name] = (mode, kw, agg, (logp, old, adv.expand(B, T).contiguous(), mask), seed)
-    torch.save(cases, d / "cases.pt")
-    proc = subprocess.run([sys.executable, "-c", VERL_SCRIPT, str(d / "cases.pt"), str(d / "out.pt")], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return torch.load(d / "out.pt")
+    return run_verl(VERL_SCRIPT, cases, tmp_path_factory.mktemp("verl"))
 
 
 def ours(mode, kw, agg, opts, seed, generator=None):
@@ -194,11 +203,12 @@ def test_clip_cov_cuts_only_candidates_and_keeps_the_ordinary_clip():
 # --------------------------------------------------------------------------- #
 
 
-def trl_loss(args, logp, old_logp, advantages, mask):
+def trl_loss(args, logp, old_logp, advantages, mask, ref_logp=None):
     """TRL 1.16's GRPOTrainer._compute_loss on a stand-in trainer: the loss, as TRL backpropagates it.
 
     ``epsilon_low`` / ``epsilon_high`` are set as GRPOTrainer.__init__ sets them
-    (trl/trainer/grpo_trainer.py, lines 945-946 in 1.16.0); the model's forward pass returns ``logp``."""
+    (trl/trainer/grpo_trainer.py, lines 945-946 in 1.16.0); the model's forward pass returns ``logp``;
+    ``old_logp`` None: on-policy (TRL then takes ``logp.detach()``); ``ref_logp``: the reference's, for ``beta`` > 0."""
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     accelerator = SimpleNamespace(num_processes=1, sync_gradients=True, reduce=lambda t, reduction="sum": t, gather=lambda t: t, gather_for_metrics=lambda t: t)
@@ -212,7 +222,7 @@ def trl_loss(args, logp, old_logp, advantages, mask):
     )
     batch = {"prompt_ids": torch.zeros(B, 1, dtype=torch.long), "prompt_mask": torch.ones(B, 1, dtype=torch.long),
              "completion_ids": torch.zeros(B, T, dtype=torch.long), "completion_mask": mask, "advantages": advantages,
-             "old_per_token_logps": old_logp, "num_items_in_batch": mask.sum()}
+             "old_per_token_logps": old_logp, "num_items_in_batch": mask.sum(), "ref_per_token_logps": ref_logp}
     return GRPOTrainer._compute_loss(trainer, None, batch), trainer._metrics["train"]
 
 
@@ -241,6 +251,87 @@ def test_loss_and_gradient_equal_trl(loss_type, trl_kw, seed, tmp_path):
         assert met["clip_frac_low"] == 0.0 and met["clip_frac_high"] > 0  # no lower bound; some weights capped
         ratio, pos = torch.exp(logp - old), (adv > 0).expand(B, T)
         assert t_met["cispo_clip_ratio"][0] == pytest.approx(core.masked_mean(((ratio > args.epsilon_high) & pos).float(), mask).item())
+
+
+# --------------------------------------------------------------------------- #
+# The KL estimators: verl's kl_penalty, TRL's use_bias_correction_kl
+# --------------------------------------------------------------------------- #
+
+VERL_KL = {"k1": ["k1", "kl"], "k2": ["k2", "mse"], "k3": ["k3", "low_var_kl"], "k1+": ["k1+", "kl+"], "k3+": ["k3+", "low_var_kl+"]}
+"""Each of rlalgos's kinds and verl's names for it (verl's ``kl_penalty`` strips a trailing ``+``)."""
+
+VERL_KL_SCRIPT = VERL_PRELUDE + r'''
+from verl.trainer.ppo.core_algos import kl_penalty
+
+(logp, ref), names = torch.load(sys.argv[1])
+out = {}
+for name in names:
+    lp = logp.clone().requires_grad_(True)
+    value = kl_penalty(lp, ref, name)
+    value.sum().backward()  # per element: d value_t / d logp_t
+    out[name] = (value.detach(), lp.grad)
+torch.save(out, sys.argv[2])
+'''
+
+
+def kl_inputs(clamped: bool = True):
+    """(logp, ref_logp): log-probs in [-3, 0], log-ratios d = ref_logp - logp ~ N(0, 0.8), one at
+    -2 and (``clamped``) one at +3, where k3 = 16.1 is clamped to 10 (verl clamps, TRL does not)."""
+    logp, _, _, _ = inputs(4)
+    ref = logp + 0.8 * torch.randn(B, T, generator=torch.Generator().manual_seed(5))
+    ref[3, 4] = logp[3, 4] - 2.0
+    if clamped:
+        ref[1, 2] = logp[1, 2] + 3.0
+    return logp, ref
+
+
+@pytest.fixture(scope="module")
+def verl_kl(tmp_path_factory):
+    """{verl name: (value, d value / d logp)} from verl's kl_penalty, in one subprocess."""
+    return run_verl(VERL_KL_SCRIPT, (kl_inputs(), [n for names in VERL_KL.values() for n in names]), tmp_path_factory.mktemp("verl_kl"))
+
+
+@pytest.mark.parametrize("kind", list(VERL_KL))
+def test_kl_estimate_value_and_gradient_equal_verl(kind, verl_kl):
+    logp, ref = kl_inputs()
+    mine = logp.clone().requires_grad_(True)
+    value = core.kl_estimate(mine, ref, kind)
+    value.sum().backward()
+    for name in VERL_KL[kind]:
+        v_value, v_grad = verl_kl[name]
+        assert torch.equal(value.detach(), v_value), name  # the same operations: bit for bit
+        assert_close(mine.grad, v_grad, **TIGHT)
+    if kind.endswith("+"):  # straight-through: the base kind's value, k2's gradient (logp - ref), even where k3 is clamped
+        assert torch.equal(value.detach(), core.kl_estimate(logp, ref, kind[:-1]))
+        assert_close(mine.grad, logp - ref, **TIGHT)
+    if kind == "k3":
+        assert value[1, 2].item() == 10.0 and mine.grad[1, 2].item() == 0.0  # clamped: no gradient (as verl)
+
+
+@pytest.mark.parametrize("bias_correction,off_policy", [(True, False), (True, True), (False, False), (False, True)])
+def test_bias_corrected_kl_equals_trl(bias_correction, off_policy, tmp_path):
+    """TRL's GRPO loss with beta > 0 and zero advantages is beta x the per-answer mean of its KL term:
+    core.bias_corrected_kl (k3 x ratio) with use_bias_correction_kl, k3 without, value and gradient."""
+    trl = pytest.importorskip("trl")
+    args = trl.GRPOConfig(output_dir=str(tmp_path), loss_type="grpo", beta=0.04, use_bias_correction_kl=bias_correction, use_cpu=True, report_to="none")
+    logp, ref = kl_inputs(clamped=False)  # every d below 2.6: k3 < 10, never clamped (TRL does not clamp)
+    old = logp - 0.3 * torch.randn(B, T, generator=torch.Generator().manual_seed(6))  # off-policy: ratios ~ exp(N(0, 0.3))
+    mask = inputs()[3]
+    adv = torch.zeros(B)  # the policy-gradient term is 0, value and gradient: only the KL term remains
+    mine = logp.clone().requires_grad_(True)
+    old_mine = old if off_policy else mine.detach()
+    kl = core.bias_corrected_kl(mine, ref, old_mine) if bias_correction else core.kl_estimate(mine, ref, "k3")
+    loss = args.beta * core.aggregate_loss(kl, mask, "seq-mean-token-mean")
+    loss.backward()
+    theirs = logp.clone().requires_grad_(True)
+    t_loss, t_met = trl_loss(args, theirs, old if off_policy else None, adv, mask, ref_logp=ref)
+    t_loss.backward()
+    assert_close(loss.detach(), t_loss.detach(), **TIGHT)
+    assert_close(mine.grad, theirs.grad, **TIGHT)
+    assert t_met["kl"][0] == pytest.approx(core.masked_mean(kl.detach(), mask).item(), rel=1e-6)
+    if bias_correction and not off_policy:  # on-policy the correction keeps k3's value and gives k2's gradient
+        assert_close(kl.detach(), core.kl_estimate(logp, ref, "k3"))
+        assert_close(mine.grad, args.beta * (logp - ref) * mask / mask.sum(-1, keepdim=True) / B, **TIGHT)
 
 
 # --------------------------------------------------------------------------- #

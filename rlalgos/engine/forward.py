@@ -38,20 +38,28 @@ def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
     return input_ids, attn, position_ids(attn)  # (N, P+T) each
 
 
-def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False) -> dict:
+def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False, ref_logits=None, keep_logits: bool = False) -> dict:
     """``logprobs`` of ``tokens`` under ``softmax(logits / temperature)`` and, if asked,
-    the ``entropy`` (detached unless ``entropy_grad``).
+    the ``entropy`` (detached unless ``entropy_grad``), ``kl_exact`` (the exact
+    KL(this model || the model of ``ref_logits``) at each position, detached:
+    :func:`rlalgos.core.exact_kl`) and the ``logits`` themselves (detached, float32).
 
-    logits: (..., V); tokens: (...); returns a dict of (...) tensors.
+    logits, ref_logits: (..., V); tokens: (...); returns a dict of (...) tensors (``logits``: (..., V)).
     """
     res = {"logprobs": core.token_logprobs(logits, tokens, temperature)}
     if with_entropy or entropy_grad:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             res["entropy"] = core.entropy_from_logits(logits if entropy_grad else logits.detach(), temperature)
+    if ref_logits is not None:
+        with torch.no_grad():
+            res["kl_exact"] = core.exact_kl(logits.detach(), ref_logits, temperature)
+    if keep_logits:
+        res["logits"] = logits.detach().float()
     return res
 
 
-def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False) -> dict:
+def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False, ref_logits=None,
+                         keep_logits: bool = False) -> dict:
     """:func:`logits_stats` of ``head(hidden)`` computed ``chunk`` tokens at a time.
 
     The rows and positions are flattened into one list of N*T tokens and cut into
@@ -63,20 +71,22 @@ def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 
 
     head: the LM head (``model.get_output_embeddings()``), (..., H) -> (..., V)
     hidden: (N, T, H) final hidden states at the positions that predict ``tokens``
-    tokens: (N, T); returns a dict of (N, T) tensors, as :func:`logits_stats`.
+    tokens: (N, T); ref_logits: (N, T, V) or None
+    returns a dict of (N, T) tensors (``logits``: (N, T, V)), as :func:`logits_stats`.
     """
     N, T, H = hidden.shape
     h, tok = hidden.reshape(N * T, H), tokens.reshape(N * T)  # (N*T, H), (N*T,)
+    refs = ref_logits.reshape(N * T, -1).split(chunk) if ref_logits is not None else [None] * len(tok.split(chunk))  # (n, V) each
 
-    def one_chunk(h_c, tok_c):  # (n, H), (n,) -> dict of (n,)
-        return logits_stats(head(h_c), tok_c, temperature, with_entropy, entropy_grad)
+    def one_chunk(h_c, tok_c, ref_c):  # (n, H), (n,), (n, V) or None -> dict of (n,)
+        return logits_stats(head(h_c), tok_c, temperature, with_entropy, entropy_grad, ref_c, keep_logits)
 
-    chunks = zip(h.split(chunk), tok.split(chunk))  # ((n, H), (n,)) pairs, n <= chunk
+    chunks = zip(h.split(chunk), tok.split(chunk), refs)  # ((n, H), (n,), (n, V)) triples, n <= chunk
     if torch.is_grad_enabled():  # autograd keeps (n, H) per chunk, not (n, V); the LM head draws no random numbers
-        parts = [checkpoint(one_chunk, h_c, tok_c, use_reentrant=False, preserve_rng_state=False) for h_c, tok_c in chunks]
+        parts = [checkpoint(one_chunk, h_c, tok_c, ref_c, use_reentrant=False, preserve_rng_state=False) for h_c, tok_c, ref_c in chunks]
     else:
-        parts = [one_chunk(h_c, tok_c) for h_c, tok_c in chunks]
-    return {k: torch.cat([p[k] for p in parts]).view(N, T) for k in parts[0]}
+        parts = [one_chunk(h_c, tok_c, ref_c) for h_c, tok_c, ref_c in chunks]
+    return {k: torch.cat([p[k] for p in parts]).view(N, T, *parts[0][k].shape[1:]) for k in parts[0]}
 
 
 # Causal LMs whose forward changes the logits after ``lm_head`` (Gemma 2/3 soft-capping,
@@ -94,6 +104,11 @@ AUTO_CHUNK_LOGITS = 2**25
 """With ``logits_chunk = -1`` (auto), a chunk holds this many logits: 128 MB in fp32."""
 
 
+def vocab_size(model) -> int:
+    """Rows of ``model``'s LM head: the V of its (..., V) logits."""
+    return model.get_output_embeddings().weight.shape[0]
+
+
 def chunk_tokens(model, logits_chunk: int) -> int:
     """Tokens per LM-head chunk: ``logits_chunk`` itself when >= 0 (0 = no chunking), or
     with -1 (auto) as many tokens as make :data:`AUTO_CHUNK_LOGITS` logits: ~220 at
@@ -101,11 +116,18 @@ def chunk_tokens(model, logits_chunk: int) -> int:
     chunk (so it takes the plain path, bit for bit as without chunking)."""
     if logits_chunk >= 0:
         return logits_chunk
-    return max(1, AUTO_CHUNK_LOGITS // model.get_output_embeddings().weight.shape[0])
+    return max(1, AUTO_CHUNK_LOGITS // vocab_size(model))
+
+
+def logits_fit(model, n_tokens: int) -> bool:
+    """Whether ``n_tokens`` positions' full-vocabulary logits are cheap to keep: at most
+    :data:`AUTO_CHUNK_LOGITS` of them (128 MB in float32). The shipped model's whole
+    batch is ~1% of that; Qwen's 151,936-token vocabulary fills it at ~220 tokens."""
+    return n_tokens * vocab_size(model) <= AUTO_CHUNK_LOGITS
 
 
 def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False,
-                     logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
+                     logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None, ref_logits=None, keep_logits: bool = False):
     """Run ``model`` on prompt + completion and return the log-prob of each completion token.
 
     Position ids are counted from the first real (non-pad) token, exactly as
@@ -119,21 +141,38 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
     ``torch.autocast`` in that dtype (:mod:`rlalgos.engine.precision`); the log-probs
     come out float32 either way.
 
+    ``ref_logits`` (N, T, V), another model's logits at the same positions: also return
+    ``kl_exact`` (N, T), the exact KL(model || that model) per position, detached
+    (:func:`rlalgos.core.exact_kl`). ``keep_logits``: also return the ``logits``
+    (N, T, V), detached float32.
+
     prompt_ids, prompt_mask: (N, P); completion_ids, completion_mask: (N, T)
     returns: dict with ``logprobs`` (N, T), and ``entropy`` (N, T; detached unless
-    ``entropy_grad``) if asked.
+    ``entropy_grad``), ``kl_exact``, ``logits`` if asked.
     """
     N, T = completion_ids.shape
-    input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
     chunk = chunk_tokens(model, logits_chunk)
+    extra = dict(ref_logits=ref_logits, keep_logits=keep_logits)
     with autocast(model, autocast_dtype):  # mixed precision, if any (TrainConfig.dtype)
         if 0 < chunk < N * T and plain_lm_head(model):
             # the transformer without its LM head: (N, P+T, H) hidden states, H << V
+            input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
             hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
-            return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad)
-        out = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False)
-        logits = out.logits[:, :-1]  # (N, T, V): position P-1+t predicts completion token t
-        return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad)
+            return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad, **extra)
+        logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)  # (N, T, V)
+        return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad, **extra)
+
+
+def completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
+    """The full next-token logits at every position that predicts a completion token, in
+    one unchunked pass (with grad when it is enabled): what :func:`forward_logprobs`
+    reduces to log-probs, for measurements that need the whole distribution.
+
+    prompt_*: (N, P); completion_*: (N, T); returns (N, T, V): position P-1+t predicts completion token t
+    """
+    T = completion_ids.shape[1]
+    input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
+    return model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False).logits[:, :-1]
 
 
 def head_on_completion(trunk, head, prompt_ids, prompt_mask, completion_ids, completion_mask, autocast_dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -148,22 +187,34 @@ def head_on_completion(trunk, head, prompt_ids, prompt_mask, completion_ids, com
 
 
 @torch.no_grad()
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
+def batched_stats(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None,
+                  ref_logits: torch.Tensor | None = None, keep_logits: bool = False) -> dict:
     """:func:`forward_logprobs` over a whole rollout without grad, in ``buckets``
     runs of similar length (each at most ``batch_size`` rows) trimmed of padding,
     the LM head ``logits_chunk`` tokens at a time (0 = a whole run at once), under ``autocast_dtype``.
-    Returns (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
+
+    ref_logits: (N, T, V) another model's logits on the rollout: also ``kl_exact``.
+    returns: dict of (N, T) tensors, 0 on padding: ``logprobs``, and ``entropy``,
+    ``kl_exact`` if asked; ``logits`` (N, T, V) with ``keep_logits`` (0 on padding).
+    """
     was_training = model.training
     model.eval()
-    logp = torch.zeros(ro.completion_ids.shape, dtype=torch.float32, device=ro.completion_ids.device)  # (N, T)
-    ent = torch.zeros_like(logp)
+    zeros = lambda *v: torch.zeros(*ro.completion_ids.shape, *v, dtype=torch.float32, device=ro.completion_ids.device)  # noqa: E731
+    res = {"logprobs": zeros(), **({"entropy": zeros()} if with_entropy else {})}  # (N, T) each, also for an empty rollout
     for idx in length_buckets(ro.length_key(), buckets, batch_size):
         mb = ro.select(idx).trimmed()
-        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk,
-                               autocast_dtype=autocast_dtype)
         T, m = mb.completion_ids.shape[1], mb.completion_mask  # padding positions stay 0
-        logp[idx, :T] = out["logprobs"].float() * m
-        if with_entropy:
-            ent[idx, :T] = out["entropy"].float() * m
+        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk,
+                               autocast_dtype=autocast_dtype, ref_logits=None if ref_logits is None else ref_logits[idx, :T], keep_logits=keep_logits)
+        for k, v in out.items():
+            if k not in res:
+                res[k] = zeros(*v.shape[2:])  # (N, T) or (N, T, V)
+            res[k][idx, :T] = v.float() * m.view(*m.shape, *[1] * (v.dim() - 2))
     model.train(was_training)
-    return (logp, ent) if with_entropy else logp
+    return res
+
+
+def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
+    """:func:`batched_stats`'s (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
+    out = batched_stats(model, ro, batch_size, with_entropy, buckets, logits_chunk, autocast_dtype)
+    return (out["logprobs"], out["entropy"]) if with_entropy else out["logprobs"]

@@ -28,13 +28,16 @@ class SamplingStats:
     """Token-weighted sums, over the first pass of an update, of the sampling policy's
     entropy and of its k3 KL to the reference (over the answers that have reference
     log-probs: all of them, or a subsample: then also the sums behind the estimate's
-    standard error, :func:`rlalgos.core.ratio_estimate`)."""
+    standard error, :func:`rlalgos.core.ratio_estimate`), and, where the pass had the
+    reference's logits (a small vocabulary), of the exact KL on the same tokens."""
 
     tokens: float = 0.0  # completion tokens seen
     entropy: float = 0.0  # sum of per-token entropies
     kl_tokens: float = 0.0  # tokens the KL was measured on
     kl: float = 0.0  # sum of per-token k3 KL
     seen: bool = False  # whether any KL was measured
+    kl_exact: float = 0.0  # sum of per-token exact KL, on the same tokens as kl
+    exact_seen: bool = False  # whether the exact KL was measured
     sub_rows: float = 0.0  # subsampled KL: answers measured ...
     rows: float = 0.0  # ... out of this many
     yy: float = 0.0  # sum over measured answers of (KL sum)^2
@@ -42,8 +45,8 @@ class SamplingStats:
     nn: float = 0.0  # ... of tokens^2
 
     @torch.no_grad()
-    def add(self, mb, logp: torch.Tensor, entropy: torch.Tensor) -> None:
-        """Add a micro-batch ``mb`` (a Rollout) with its (n, T) sampling log-probs and entropy."""
+    def add(self, mb, logp: torch.Tensor, entropy: torch.Tensor, kl_exact: torch.Tensor | None = None) -> None:
+        """Add a micro-batch ``mb`` (a Rollout) with its (n, T) sampling log-probs, entropy and, if measured, exact KL."""
         mask = mb.completion_mask  # (n, T)
         self.tokens += float(mask.sum().item())
         self.entropy += float(core.masked_sum(entropy.detach(), mask).item())
@@ -54,6 +57,9 @@ class SamplingStats:
         kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")  # (n, T)
         self.kl_tokens += float(kl_mask.sum().item())
         self.kl += float(core.masked_sum(kl, kl_mask).item())
+        if kl_exact is not None:
+            self.exact_seen = True
+            self.kl_exact += float(core.masked_sum(kl_exact.detach(), kl_mask).item())
         if mb.ref_rows is not None:
             y, n = core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows], kl_mask.sum(-1)[mb.ref_rows]  # (m,) per measured answer
             self.sub_rows += float(len(y))
@@ -63,12 +69,14 @@ class SamplingStats:
             self.nn += float((n * n).sum())
 
     def metrics(self) -> dict:
-        """``entropy`` and ``kl`` per token (and ``kl_stderr`` for a subsampled KL), over every process."""
-        names = [f.name for f in fields(self) if f.name != "seen"]
+        """``entropy`` and ``kl`` per token (``kl_stderr`` for a subsampled KL, ``kl_exact`` where measured), over every process."""
+        names = [f.name for f in fields(self) if f.name not in ("seen", "exact_seen")]
         s = distributed.reduce_sums({k: getattr(self, k) for k in names})
         out = {"entropy": s["entropy"] / max(s["tokens"], 1.0)}
         if self.seen:
             out["kl"] = s["kl"] / max(s["kl_tokens"], 1.0)
+        if self.exact_seen:
+            out["kl_exact"] = s["kl_exact"] / max(s["kl_tokens"], 1.0)
         if self.sub_rows:  # measured on a subsample of the answers: an estimate, with its standard error
             out["kl"], out["kl_stderr"] = core.ratio_estimate(s["kl"], s["kl_tokens"], s["yy"], s["yn"], s["nn"], int(s["sub_rows"]), int(s["rows"]))
         return out
@@ -78,7 +86,8 @@ def minibatch_updates(algo, ro, adv) -> dict:
     """``algo.cfg.epochs`` x ``minibatches`` optimizer steps of ``algo.loss`` over rollout ``ro``
     with advantages ``adv``. Returns the step's metrics: each logged loss term and
     ``grad_norm`` averaged over the optimizer steps, and the sampling policy's
-    ``entropy`` and ``kl`` (and ``nonfinite`` if any step was skipped).
+    ``entropy`` and ``kl`` (``kl_exact`` where the rollout kept what it needs; and
+    ``nonfinite`` if any step was skipped).
 
     Each minibatch runs as length buckets (and at most ``micro_batch_size`` rows per
     pass); each pass's loss is weighted by its share of the minibatch (of tokens
@@ -90,7 +99,7 @@ def minibatch_updates(algo, ro, adv) -> dict:
     logs: dict[str, list[float]] = {}
     sampling = SamplingStats()
     if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
-        sampling.add(ro, ro.old_logprobs, ro.old_entropy)
+        sampling.add(ro, ro.old_logprobs, ro.old_entropy, ro.old_kl_exact)
     loss_tokens = adv.mask.sum(-1)  # (N,) tokens each row adds to a token-mean
     lengths = ro.length_key()  # (N,) sort key for the length buckets
     device = adv.values.device
@@ -108,7 +117,7 @@ def minibatch_updates(algo, ro, adv) -> dict:
                 record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
                 out = forward_logprobs(algo.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
                                        with_entropy=record_sampling, entropy_grad=algo.wants_entropy_grad(), logits_chunk=algo.logits_chunk,
-                                       autocast_dtype=algo.autocast_dtype)
+                                       autocast_dtype=algo.autocast_dtype, ref_logits=mb.ref_logits if record_sampling else None)
                 old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                 loss, m = algo.loss(mb, out, a, old)
                 # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
@@ -117,7 +126,7 @@ def minibatch_updates(algo, ro, adv) -> dict:
                 m["loss"] = loss.item()
                 finite = finite and math.isfinite(m["loss"])
                 if record_sampling:
-                    sampling.add(mb, out["logprobs"], out["entropy"])
+                    sampling.add(mb, out["logprobs"], out["entropy"], out.get("kl_exact"))
                 for k, v in m.items():  # the weights sum to 1 over the minibatch
                     mb_logs[k] = mb_logs.get(k, 0.0) + float(w) * v
             finite, mb_logs = distributed.sync_gradients(algo.parameters(), finite, mb_logs)  # sums over processes

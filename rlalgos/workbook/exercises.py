@@ -256,6 +256,30 @@ def _group_size(answer, sweep):
     return _choice(answer, best, [str(g) for g in fixed.index], "answers with signal per step " + ", ".join(f"G={g}: {v:.1f}" for g, v in fixed["answers with signal"].items()))
 
 
+KL_TARGETS = ("reverse", "forward", "zero")
+"""03.4's options: what an estimator's gradient in the loss descends, in expectation."""
+
+
+@exercise("03.4", "what each KL estimator's gradient descends", "per sampled token the gradient is grad log pi (k1), (log pi - log pi_ref) grad log pi (k2), "
+          "(1 - pi_ref/pi) grad log pi (k3): average each over y ~ pi (sum_y pi(y) ...) and compare with the gradients of the two KLs")
+def _kl_gradients(answer):
+    from .kl_estimators import expected_gradients  # the rollout machinery, only when this exercise is checked
+
+    if not isinstance(answer, dict) or set(answer) != {"k1", "k2", "k3"}:
+        raise ValueError('give a dict {"k1": ..., "k2": ..., "k3": ...}')
+    bad = [f"{k}={v!r}" for k, v in answer.items() if str(v).strip().lower() not in KL_TARGETS]
+    if bad:
+        return False, f"answer each with one of {', '.join(repr(o) for o in KL_TARGETS)}; you wrote {', '.join(bad)}"
+    g = expected_gradients(torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -2.0]), torch.tensor([0.0, 0.5, 2.0, 0.5, 0.0, -0.5]))  # a 6-token pair ~1 nat apart
+    target = {"reverse": g["reverse"], "forward": g["forward"], "zero": torch.zeros_like(g["k1"])}
+    truth = {k: min(KL_TARGETS, key=lambda t: (g[k] - target[t]).norm().item()) for k in ("k1", "k2", "k3")}
+    gap = ((g["forward"] - g["reverse"]).norm() / g["reverse"].norm()).item()
+    evidence = (f"the expected gradients, exact over a 6-token distribution: k1 {truth['k1']}, k2 {truth['k2']}, k3 {truth['k3']} "
+                f"(|E grad k1| = {g['k1'].norm().item():.1e}; the forward and reverse KL gradients differ by {gap:.0%} there)")
+    wrong = [k for k in truth if str(answer[k]).strip().lower() != truth[k]]
+    return not wrong, evidence if not wrong else f"{', '.join(wrong)} not right; {evidence}"
+
+
 # --------------------------------------------------------------------------- #
 # 04 · Improved GRPO
 # --------------------------------------------------------------------------- #
