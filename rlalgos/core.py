@@ -197,7 +197,7 @@ KL_KINDS = ("k1", "k2", "k3", "k1+", "k3+")
 """The per-token estimators :func:`kl_estimate` knows: Schulman's three and verl's two straight-through ones."""
 
 
-def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
+def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", clamp: bool = True) -> torch.Tensor:
     """Per-token estimate of KL(pi || pi_ref) from samples of pi.
 
     With ``d = ref_logp - logp`` (Schulman, "Approximating KL divergence", 2020,
@@ -216,7 +216,9 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") ->
     ``(1 - pi_ref/pi) grad logp``, the gradient of the *forward* KL(pi_ref || pi)
     (Tang & Munos 2025, arXiv:2506.09477). See :func:`exact_kl`, :func:`bias_corrected_kl`.
 
-    ``d`` is clamped to [-20, 20] and k3 to [-10, 10] as verl does.
+    ``d`` is clamped to [-20, 20] and k3 to [-10, 10] as verl does (``clamp=False``:
+    neither; the clamp keeps one rare token from dominating a loss, and so biases k3's
+    value low when the policy has made tokens rare that the reference liked).
 
     logp, ref_logp: (B, T); returns (B, T)
     """
@@ -224,13 +226,14 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") ->
         value = kl_estimate(logp, ref_logp, kind[:-1])  # (B, T)
         k2 = 0.5 * (logp - ref_logp).square()  # (B, T): only its gradient survives
         return k2 - k2.detach() + value.detach()
-    d = (ref_logp - logp).clamp(-20.0, 20.0)
+    d = (ref_logp - logp).clamp(-20.0, 20.0) if clamp else ref_logp - logp
     if kind == "k1":
         return -d
     if kind == "k2":
         return 0.5 * d**2
     if kind == "k3":
-        return (torch.exp(d) - d - 1.0).clamp(-10.0, 10.0)
+        k3 = torch.exp(d) - d - 1.0
+        return k3.clamp(-10.0, 10.0) if clamp else k3
     raise ValueError(f"unknown KL estimator {kind!r}; use one of {', '.join(KL_KINDS)}")
 
 
@@ -240,11 +243,13 @@ def bias_corrected_kl(logp: torch.Tensor, ref_logp: torch.Tensor, old_logp: torc
 
     On-policy ``r = 1``, so the value is k3's, but ``grad(r k3) = k3 grad logp + grad k3
     = (logp - ref_logp) grad logp``: k2's gradient, whose expectation is the gradient of
-    KL(pi || pi_ref) (off-policy, times ``r``: the importance-weighted version).
+    KL(pi || pi_ref) (off-policy, times ``r``: the importance-weighted version). TRL's k3
+    is not clamped (verl's is), so neither is this one: with the clamp, a clamped token's
+    ``grad k3`` is 0 and the identity above breaks.
 
     logp, ref_logp, old_logp: (B, T); returns (B, T)
     """
-    return kl_estimate(logp, ref_logp, "k3") * torch.exp(logp - old_logp)
+    return kl_estimate(logp, ref_logp, "k3", clamp=False) * torch.exp(logp - old_logp)
 
 
 def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

@@ -242,3 +242,17 @@ def test_kl_exact_changes_no_other_number(tiny_dir, tmp_path, monkeypatch, minib
     for f in sorted(ck1.glob("*.safetensors")):
         assert f.read_bytes() == (ck2 / f.name).read_bytes()
     assert (tmp_path / "with" / "samples.jsonl").read_bytes() == (tmp_path / "without" / "samples.jsonl").read_bytes()
+
+
+def test_k3_clamp_is_verls_and_can_be_turned_off():
+    """verl clamps k3 at 10 (and d at +-20); ``clamp=False`` gives the plain formula, which the
+    notebook's "k3 no clamp" row uses to show the clamp's bias."""
+    logp = torch.tensor([[-6.0, -0.1, -30.0]])
+    ref_logp = torch.tensor([[-0.5, -0.2, -1.0]])  # d = 5.5, -0.1, 29
+    d = ref_logp - logp
+    plain = torch.exp(d) - d - 1
+    assert torch.equal(core.kl_estimate(logp, ref_logp, "k3", clamp=False), plain)
+    clamped = core.kl_estimate(logp, ref_logp, "k3")
+    assert clamped[0, 0] == 10.0 and clamped[0, 2] == 10.0 and torch.isclose(clamped[0, 1], plain[0, 1])
+    assert torch.equal(core.kl_estimate(logp, ref_logp, "k1", clamp=False), -d)  # d = 29 is beyond verl's +-20
+    assert core.kl_estimate(logp, ref_logp, "k1")[0, 2] == -20.0

@@ -314,13 +314,13 @@ def test_bias_corrected_kl_equals_trl(bias_correction, off_policy, tmp_path):
     core.bias_corrected_kl (k3 x ratio) with use_bias_correction_kl, k3 without, value and gradient."""
     trl = pytest.importorskip("trl")
     args = trl.GRPOConfig(output_dir=str(tmp_path), loss_type="grpo", beta=0.04, use_bias_correction_kl=bias_correction, use_cpu=True, report_to="none")
-    logp, ref = kl_inputs(clamped=False)  # every d below 2.6: k3 < 10, never clamped (TRL does not clamp)
+    logp, ref = kl_inputs(clamped=True)  # one d at +3: k3 = 16.1, which verl clamps and TRL does not (nor does bias_corrected_kl)
     old = logp - 0.3 * torch.randn(B, T, generator=torch.Generator().manual_seed(6))  # off-policy: ratios ~ exp(N(0, 0.3))
     mask = inputs()[3]
     adv = torch.zeros(B)  # the policy-gradient term is 0, value and gradient: only the KL term remains
     mine = logp.clone().requires_grad_(True)
     old_mine = old if off_policy else mine.detach()
-    kl = core.bias_corrected_kl(mine, ref, old_mine) if bias_correction else core.kl_estimate(mine, ref, "k3")
+    kl = core.bias_corrected_kl(mine, ref, old_mine) if bias_correction else core.kl_estimate(mine, ref, "k3", clamp=False)
     loss = args.beta * core.aggregate_loss(kl, mask, "seq-mean-token-mean")
     loss.backward()
     theirs = logp.clone().requires_grad_(True)
@@ -330,7 +330,8 @@ def test_bias_corrected_kl_equals_trl(bias_correction, off_policy, tmp_path):
     assert_close(mine.grad, theirs.grad, **TIGHT)
     assert t_met["kl"][0] == pytest.approx(core.masked_mean(kl.detach(), mask).item(), rel=1e-6)
     if bias_correction and not off_policy:  # on-policy the correction keeps k3's value and gives k2's gradient
-        assert_close(kl.detach(), core.kl_estimate(logp, ref, "k3"))
+        assert_close(kl.detach(), core.kl_estimate(logp, ref, "k3", clamp=False))
+        assert kl[1, 2].item() > 16
         assert_close(mine.grad, args.beta * (logp - ref) * mask / mask.sum(-1, keepdim=True) / B, **TIGHT)
 
 

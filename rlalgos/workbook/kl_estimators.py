@@ -37,9 +37,9 @@ from ..engine.sampler import SamplingConfig
 from ..record import Rollout
 from ..rollout import rollout
 
-ESTIMATORS = ("k1", "k2", "k3", "k1+", "k3+", "k3 x ratio")
-"""The rows of the table besides the exact KL: ``kl_estimate``'s kinds, and TRL's
-bias-corrected k3 (k3 times the token ratio, on-policy)."""
+ESTIMATORS = ("k1", "k2", "k3", "k3 no clamp", "k1+", "k3+", "k3 x ratio")
+"""The rows of the table besides the exact KL: ``kl_estimate``'s kinds, k3 without
+verl's clamp at 10, and TRL's bias-corrected k3 (k3 times the token ratio, on-policy)."""
 
 NEG_TOL = 1e-6
 """How far below 0 a per-token value must be to count as negative (``neg_frac``)."""
@@ -51,7 +51,14 @@ EXACT, FORWARD = "exact", "forward exact"
 def estimates(logp: torch.Tensor, ref_logp: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every name of :data:`ESTIMATORS` on the same sampled tokens, on-policy (TRL's old
     log-probs are the policy's own, detached). logp, ref_logp: (B, T); returns {name: (B, T)}."""
-    return {kind: core.bias_corrected_kl(logp, ref_logp, logp.detach()) if kind == "k3 x ratio" else core.kl_estimate(logp, ref_logp, kind) for kind in ESTIMATORS}
+    def one(kind):
+        if kind == "k3 x ratio":
+            return core.bias_corrected_kl(logp, ref_logp, logp.detach())
+        if kind == "k3 no clamp":
+            return core.kl_estimate(logp, ref_logp, "k3", clamp=False)
+        return core.kl_estimate(logp, ref_logp, kind)
+
+    return {kind: one(kind) for kind in ESTIMATORS}
 
 
 def expected_gradients(logits: torch.Tensor, ref_logits: torch.Tensor) -> dict[str, torch.Tensor]:
