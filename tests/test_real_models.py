@@ -221,8 +221,8 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
         return wrapped
 
     monkeypatch.setattr(rlalgos.engine.sampler, "sample_completions", spy_sampler(rlalgos.engine.sampler.sample_completions))
-    for mod in (rlalgos.rollout, rlalgos.train, rlalgos.algorithms.base):
-        monkeypatch.setattr(mod, "batched_logprobs", spy_scorer(mod.batched_logprobs))
+    for mod, name in ((rlalgos.rollout, "batched_stats"), (rlalgos.train, "batched_logprobs"), (rlalgos.algorithms.base, "batched_logprobs")):
+        monkeypatch.setattr(mod, name, spy_scorer(getattr(mod, name)))
     monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)
     run = tmp_path / "run"
     cfg = TrainConfig(model=str(two_eos_dir), steps=2, prompts_per_step=2, group_size=3, max_new_tokens=6, eval_every=0, eval_prompts=2, eval_samples=2,
