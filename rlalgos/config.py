@@ -35,6 +35,8 @@ TRAP_MODEL_DIR = DATA_DIR / "trap_model"
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
+GRPO_KL_ESTIMATORS = KL_ESTIMATORS + ("k1+", "k3+")
+"""What a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
 LOSS_MODES = ("clip", "clip_cov", "kl_cov", "cispo", "sapo")
 """The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla)."""
@@ -340,7 +342,7 @@ class GRPOConfig(ClippedConfig):
     kl_coef: float = 0.04
     """beta: weight of the k3 KL-to-reference term in the loss (0 = no reference needed)."""
     kl_estimator: str = "k3"
-    """KL estimate used in the loss: k1, k2 or k3."""
+    """KL estimate used in the loss: k1, k2, k3, or verl's straight-through k1+ / k3+ (value of k1 / k3, gradient of k2)."""
     loss_agg: str = "seq-mean-token-mean"
     """Per answer then over answers (GRPO); ``token-mean`` (DAPO); ``seq-mean-token-sum-norm`` (Dr. GRPO)."""
 
@@ -348,7 +350,7 @@ class GRPOConfig(ClippedConfig):
         super().validate(group_size, num_sequences)
         _check(group_size >= 2, f"group methods compare answers within a group, so group_size must be >= 2; got {group_size}")
         _check(self.adv_scale in ("std", "none"), f"unknown adv_scale {self.adv_scale!r}; use std or none")
-        _check(self.kl_estimator in KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use k1, k2 or k3")
+        _check(self.kl_estimator in GRPO_KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}")
 
 
 @dataclass

@@ -256,3 +256,26 @@ def test_k3_clamp_is_verls_and_can_be_turned_off():
     assert clamped[0, 0] == 10.0 and clamped[0, 2] == 10.0 and torch.isclose(clamped[0, 1], plain[0, 1])
     assert torch.equal(core.kl_estimate(logp, ref_logp, "k1", clamp=False), -d)  # d = 29 is beyond verl's +-20
     assert core.kl_estimate(logp, ref_logp, "k1")[0, 2] == -20.0
+
+
+def test_grpo_trains_with_verls_straight_through_k3(tmp_path):
+    """``kl_estimator="k3+"`` in GRPO's loss: the same logged values as k3 (its value is k3's), a
+    different gradient once the policy has left the reference (k2's); an unknown one is one line.
+    The verl export passes it through as ``kl_loss_type: k3+``."""
+    from rlalgos.config import TrainConfig, make_config
+    from rlalgos.tools.export import verl_overrides
+    from rlalgos.train import train
+
+    def run(kind):
+        cfg = TrainConfig(algo="grpo", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=2,
+                          out_dir=str(tmp_path / kind.replace("+", "plus")), progress=False, save_every=0)
+        return train(cfg, make_config("grpo", kl_estimator=kind, kl_coef=0.5)).set_index("step")
+
+    k3, k3plus = run("k3"), run("k3+")
+    assert k3.loc[1, "grad_norm"] == k3plus.loc[1, "grad_norm"]  # step 1: policy == reference, both gradients 0
+    assert k3.loc[2, "loss"] == pytest.approx(k3plus.loc[2, "loss"], rel=1e-6)  # the same value ...
+    assert k3.loc[2, "grad_norm"] != k3plus.loc[2, "grad_norm"]  # ... not the same gradient
+    with pytest.raises(ValueError, match="unknown kl_estimator 'k4'; use one of k1, k2, k3, k1\\+, k3\\+"):
+        make_config("grpo", kl_estimator="k4").validate(4, 16)
+    values, _ = verl_overrides(TrainConfig(algo="grpo"), make_config("grpo", kl_estimator="k3+"))
+    assert values["actor_rollout_ref.actor.kl_loss_type"] == "k3+"

@@ -304,12 +304,13 @@ def _trl_kl_estimator(c: Ctx) -> Mapped:
     fixed = "k1" if isinstance(c.algo, ReinforceConfig) else "k3"
     if c.algo.kl_estimator == fixed:
         return same()
-    return missing(f"TRL's {c.trl_trainer} always uses {fixed}; the export trains with {fixed} instead of {c.algo.kl_estimator}")
+    nearest = "; the nearest to k3+ is use_bias_correction_kl=True (k3 x ratio: k3's value, k2's gradient on-policy, unclamped)" if c.algo.kl_estimator == "k3+" else ""
+    return missing(f"TRL's {c.trl_trainer} always uses {fixed}; the export trains with {fixed} instead of {c.algo.kl_estimator}{nearest}")
 
 
 def _verl_kl_estimator(c: Ctx) -> Mapped:
     key = "algorithm.kl_penalty" if isinstance(c.algo, ReinforceConfig) else A + "kl_loss_type"
-    note = "verl clamps each k3 term to [-10, 10]" if c.algo.kl_estimator == "k3" else ""
+    note = "verl clamps each k3 term to [-10, 10]" if c.algo.kl_estimator in ("k3", "k3+") else ""
     return differs(note, **{key: c.algo.kl_estimator})
 
 
@@ -574,7 +575,7 @@ ROWS: list[Row] = [
     Row("kl_coef", "`beta` (+ `use_bias_correction_kl`=False)", "`actor.use_kl_loss` + `actor.kl_loss_coef` (GRPO family); `algorithm.use_kl_in_reward` + `algorithm.kl_ctrl.kl_coef` (reinforce, rloo, ppo)",
         "same value, in the loss or in the reward as rlalgos puts it", "TRL's default beta is 0 (grpo's is 0.04); verl's kl_loss_coef 0.001",
         _trl_kl, _verl_kl),
-    Row("kl_estimator", "(GRPOTrainer: k3 only; RLOOTrainer: k1 only)", "`actor.kl_loss_type` / `algorithm.kl_penalty`", "verl takes rlalgos's k1 / k2 / k3", "TRL has one fixed estimator per trainer",
+    Row("kl_estimator", "(GRPOTrainer: k3 only; RLOOTrainer: k1 only)", "`actor.kl_loss_type` / `algorithm.kl_penalty`", "verl takes rlalgos's k1 / k2 / k3, and k1+ / k3+ in the loss (GRPO family)", "TRL has one fixed estimator per trainer (nearest to k3+: `use_bias_correction_kl`)",
         _trl_kl_estimator, _verl_kl_estimator),
     Row("baseline", "(RLOOTrainer: leave-one-out)", "`algorithm.adv_estimator`=rloo", "leave_one_out", "none and batch_mean have no equivalent: both engines use leave-one-out",
         lambda c: same() if c.algo.baseline == "leave_one_out" else missing("RLOOTrainer always uses the leave-one-out baseline"),
