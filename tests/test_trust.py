@@ -37,6 +37,7 @@ def rlalgos(*args, timeout=300) -> subprocess.CompletedProcess:
 # One interpreter start instead of one per case (~8 s each: torch and transformers load).
 _MANY = """
 import contextlib, io, json, sys
+from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from test_trust import snapshot
 from rlalgos.tools.cli import main
@@ -57,8 +58,7 @@ def rlalgos_many(cases: list[tuple[list, Path | None]], timeout=600) -> list[tup
     """Run each ``(argv, watched folder)`` in one child interpreter; per case, its exit code and
     stderr (as a CompletedProcess) and the watched folder's snapshot right after it."""
     payload = json.dumps([{"argv": [str(a) for a in argv], "watch": str(watch) if watch else None} for argv, watch in cases])
-    code = "from pathlib import Path\n" + _MANY
-    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], input=payload, capture_output=True, text=True, env=ENV, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-c", _MANY, str(Path(__file__).parent)], input=payload, capture_output=True, text=True, env=ENV, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     return [(subprocess.CompletedProcess(argv, r["returncode"], "", r["stderr"]), r["after"]) for (argv, _), r in zip(cases, rows)]
