@@ -36,7 +36,7 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 BASELINES = ("none", "batch_mean", "leave_one_out")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 GRPO_KL_ESTIMATORS = KL_ESTIMATORS + ("k1+", "k3+")
-"""What a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
+"""Every kind :func:`rlalgos.core.kl_estimate` knows, and what a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
 LOSS_MODES = ("clip", "clip_cov", "kl_cov", "cispo", "sapo")
 """The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla)."""

@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from .config import LOSS_AGG_MODES
+from .config import GRPO_KL_ESTIMATORS, LOSS_AGG_MODES
 
 # --------------------------------------------------------------------------- #
 # Log-probabilities and entropy
@@ -193,10 +193,6 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
 # --------------------------------------------------------------------------- #
 
 
-KL_KINDS = ("k1", "k2", "k3", "k1+", "k3+")
-"""The per-token estimators :func:`kl_estimate` knows: Schulman's three and verl's two straight-through ones."""
-
-
 def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", clamp: bool = True) -> torch.Tensor:
     """Per-token estimate of KL(pi || pi_ref) from samples of pi.
 
@@ -234,7 +230,7 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", cl
     if kind == "k3":
         k3 = torch.exp(d) - d - 1.0
         return k3.clamp(-10.0, 10.0) if clamp else k3
-    raise ValueError(f"unknown KL estimator {kind!r}; use one of {', '.join(KL_KINDS)}")
+    raise ValueError(f"unknown KL estimator {kind!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}")
 
 
 def bias_corrected_kl(logp: torch.Tensor, ref_logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
