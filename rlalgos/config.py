@@ -41,6 +41,10 @@ DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
 LOSS_MODES = ("clip", "clip_cov", "kl_cov", "cispo", "sapo")
 """The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla)."""
 DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
+ROLLOUT_DTYPES = ("float32", "bfloat16", "float16")
+"""What ``rollout_dtype`` may name: the precision of the sampling copy of the policy (float32: no copy, the policy samples)."""
+ROLLOUT_CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+"""The sampler-trainer mismatch corrections (``rollout_correction``; TRL's ``vllm_importance_sampling_mode`` names): :func:`rlalgos.core.rollout_is_weights`."""
 LORA_INSTALL = "pip install rlalgos[lora]"
 """What a missing peft (the ``lora`` extra) tells the user to run."""
 TRACKERS = ("tensorboard", "wandb", "trackio")
@@ -136,6 +140,12 @@ class TrainConfig:
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
     top_p: float = 1.0
     """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
+    rollout_dtype: str = "float32"
+    """Precision the training rollouts are sampled in, while the trainer scores them in ``dtype`` (the rollout-trainer mismatch of engines that sample with vLLM/SGLang in bf16 and train in fp32). ``float32``: the policy itself samples (no mismatch beyond ``top_p``). ``bfloat16`` / ``float16``: a copy of the policy with its weights in that dtype samples, its weights re-synced from the trained ones before every rollout (an engine's weight sync). Then (or with ``top_p`` < 1, or a ``rollout_correction``) the sampler's own log-probs of its tokens (``rollout_logprobs``, under the distribution it sampled from: temperature and top-p applied, like vLLM's processed_logprobs) are kept and the gap to the trainer's is logged every step (``mismatch_logp_gap_mean`` ...). The sampled eval always uses the policy itself."""
+    rollout_correction: str = "none"
+    """Correct the policy loss for the rollout-trainer mismatch with an importance weight ``r = pi_trainer / pi_sampler`` (of the sampled tokens; detached, times each token's policy loss; :func:`rlalgos.core.rollout_is_weights`): ``token_truncate`` (TIS: ``min(r_t, C)``), ``token_mask`` (``r_t``, 0 where ``r_t > C``), ``sequence_truncate`` / ``sequence_mask`` (the same with one ratio per answer, the product of its token ratios); ``none`` = off. TRL's ``vllm_importance_sampling_mode``, verl's ``algorithm.rollout_correction``. The trainer's log-probs are then recomputed in a no-grad pass after sampling, as both engines do."""
+    rollout_correction_threshold: float = 2.0
+    """C of ``rollout_correction``: the cap (truncate) or the cut-off (mask) on the ratio; >= 1. verl's rollout_is_threshold defaults to 2.0, TRL's vllm_importance_sampling_clip_max to 3.0."""
     logits_chunk: int = -1
     """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so their memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~0.7 GB at 256, ~1.3 GB at 512, where a 64 x 256 batch unchunked needs 30-40 GB). -1 = auto: 2**25 logits per chunk (~220 tokens at Qwen's vocabulary; the shipped model's batches fit in one, so it runs unchunked); 0 = the whole batch at once."""
     sampler: str = "compact"
@@ -189,6 +199,9 @@ class TrainConfig:
         _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
         _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
         _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
+        _check(self.rollout_dtype in ROLLOUT_DTYPES, f"unknown rollout_dtype {self.rollout_dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}")
+        _check(self.rollout_correction in ROLLOUT_CORRECTIONS, f"unknown rollout_correction {self.rollout_correction!r}; use one of {', '.join(ROLLOUT_CORRECTIONS)}")
+        _check(self.rollout_correction_threshold >= 1, f"rollout_correction_threshold must be >= 1 (a bound on the ratio trainer / sampler; verl uses 2, TRL 3), got {self.rollout_correction_threshold}")
         _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
@@ -200,6 +213,13 @@ class TrainConfig:
             _check(not issubclass(algorithm_config(self.algo).config, PPOConfig),
                    f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)")
         parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
+
+    @property
+    def records_rollout_logprobs(self) -> bool:
+        """Whether the sampler keeps its own log-probs (``rollout_logprobs``): it samples from
+        another distribution than the trainer scores (``rollout_dtype``, ``top_p``), or a
+        ``rollout_correction`` needs them."""
+        return self.rollout_dtype != "float32" or self.top_p < 1 or self.rollout_correction != "none"
 
 
 # --------------------------------------------------------------------------- #

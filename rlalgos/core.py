@@ -342,6 +342,84 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
 
 
 # --------------------------------------------------------------------------- #
+# The rollout-trainer mismatch (the sampler's log-probs are not the trainer's)
+# --------------------------------------------------------------------------- #
+
+LOG_RATIO_BOUND = 20.0
+"""verl's ``SAFETY_BOUND``: log-ratios are clamped to [-20, 20] before ``exp``."""
+
+
+def logprob_gap(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """How far the sampler's log-probs are from the trainer's, over the valid tokens.
+
+    ``mismatch_logp_gap_mean`` / ``mismatch_logp_gap_max``: mean and max of
+    ``|old_logp - rollout_logp|`` (TRL's ``sampling/sampling_logp_difference/mean`` and
+    ``/max``); ``mismatch_ratio_beyond_2``: the share of tokens whose ratio
+    ``exp(old_logp - rollout_logp)`` is above 2 or below 1/2.
+
+    old_logp:     (B, T) the trainer's log-probs of the sampled tokens (its recompute)
+    rollout_logp: (B, T) the sampler's own log-probs of them
+    mask:         (B, T)
+    """
+    with torch.no_grad():
+        valid = mask > 0
+        gap = (old_logp - rollout_logp).abs()[valid]  # (n,)
+        if gap.numel() == 0:
+            return {"mismatch_logp_gap_mean": 0.0, "mismatch_logp_gap_max": 0.0, "mismatch_ratio_beyond_2": 0.0}
+        vals = torch.stack([gap.mean(), gap.max(), (gap > math.log(2.0)).float().mean()]).tolist()
+    return dict(zip(["mismatch_logp_gap_mean", "mismatch_logp_gap_max", "mismatch_ratio_beyond_2"], vals))
+
+
+def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor, mode: str = "token_truncate", threshold: float = 2.0):
+    """Importance weights that correct the policy loss for the rollout-trainer mismatch.
+
+    The sampler (vLLM in bf16, or top-p) drew the tokens from ``pi_sampler``, the loss
+    treats them as drawn from ``pi_trainer``: the ratio ``r = pi_trainer / pi_sampler =
+    exp(old_logp - rollout_logp)`` reweights them back (Yao et al. 2025, TIS). ``C = threshold``:
+
+    * ``token_truncate`` (TIS): ``w_t = min(r_t, C)``;
+    * ``token_mask`` (masked IS): ``w_t = r_t`` where ``r_t <= C``, else 0;
+    * ``sequence_truncate`` / ``sequence_mask``: the same with one ratio per answer,
+      ``r_i = prod_t r_it = exp(sum_t (old_logp - rollout_logp))`` (the product, not the
+      geometric mean), on every token of the answer.
+
+    The weight multiplies each token's policy loss before aggregation (the denominators
+    are unchanged: a masked token still counts in a token-mean), and is detached. As in
+    TRL's ``vllm_importance_sampling_mode`` (with ``vllm_importance_sampling_clip_max = C``
+    and no ``clip_min``) and verl's ``compute_rollout_correction_weights`` (``rollout_is``
+    token / sequence; masking is its IcePop ``"lower_upper"`` threshold with no lower
+    bound). Log-ratios (per token, or summed per answer) are clamped to [-20, 20] before
+    ``exp``, as verl does (TRL does not; the same wherever the ratio is within e^±20).
+
+    old_logp:     (B, T) the trainer's log-probs of the sampled tokens (its recompute)
+    rollout_logp: (B, T) the sampler's own log-probs of them
+    mask:         (B, T)
+    returns: (weights, metrics): ``weights`` (B, T), 0 on padding, and
+    ``rollout_is_mean`` (mean weight over the valid tokens) and ``rollout_is_clip_frac``
+    (share of valid tokens whose weight was truncated or masked: ``r > C``)
+    """
+    level, _, action = mode.partition("_")
+    if level not in ("token", "sequence") or action not in ("truncate", "mask"):
+        raise ValueError(f"unknown rollout correction {mode!r}; use token_truncate, token_mask, sequence_truncate or sequence_mask")
+    with torch.no_grad():
+        mask = mask.to(old_logp.dtype)
+        log_ratio = (old_logp - rollout_logp) * mask  # (B, T), 0 on padding
+        if level == "sequence":
+            log_ratio = log_ratio.sum(-1, keepdim=True)  # (B, 1): log of the product over the answer
+        ratio = torch.exp(log_ratio.clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)).expand_as(old_logp)  # (B, T)
+        beyond = ratio > threshold  # (B, T)
+        weights = (ratio.clamp(max=threshold) if action == "truncate" else ratio.masked_fill(beyond, 0.0)) * mask  # (B, T)
+        vals = torch.stack([masked_mean(weights, mask), masked_mean(beyond.to(mask.dtype), mask)]).tolist()
+    return weights, {"rollout_is_mean": vals[0], "rollout_is_clip_frac": vals[1]}
+
+
+def weighted(loss_mat: torch.Tensor, is_weights: torch.Tensor | None) -> torch.Tensor:
+    """Each token's loss times its :func:`rollout_correction_weights` weight (the policy
+    losses' ``is_weights``); None = the loss as it is. (B, T)"""
+    return loss_mat if is_weights is None else loss_mat * is_weights
+
+
+# --------------------------------------------------------------------------- #
 # Policy and value losses
 # --------------------------------------------------------------------------- #
 
@@ -435,6 +513,7 @@ def policy_loss(
     max_len: int | None = None,
     clip_c: float | None = None,
     ratio_level: str = "token",
+    is_weights: torch.Tensor | None = None,
 ):
     """The (clipped) surrogate policy loss.
 
@@ -443,6 +522,11 @@ def policy_loss(
     With ``clip_low = clip_high = None`` there is no clipping and
     ``l = -A * ratio``, whose gradient at ``old_logp = logp.detach()`` is
     REINFORCE's ``-A * grad log pi``.
+
+    ``is_weights`` (B, T): the rollout correction's weights
+    (:func:`rollout_correction_weights`), times each token's loss before aggregation,
+    as verl's ``rollout_is_weights`` and TRL's ``importance_sampling_ratio``; None = none.
+    Every policy loss below takes it the same way.
 
     ``clip_c`` (dual-clip PPO, Ye et al. 2020; verl's ``clip_ratio_c``): where
     ``A < 0``, ``l = min(l, -A * clip_c)``, so a token whose ratio has run far up
@@ -483,7 +567,7 @@ def policy_loss(
         bound = -advantages * clip_c  # (B, T)
         dual = (advantages < 0) & (bound < loss_mat)
         loss_mat = torch.where(dual, bound, loss_mat)
-    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
     metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
     return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
 
@@ -527,6 +611,7 @@ def clip_cov_loss(
     agg: str = "token-mean",
     max_len: int | None = None,
     generator: torch.Generator | None = None,
+    is_weights: torch.Tensor | None = None,
 ):
     """Clip-Cov (Cui et al. 2025, arXiv:2505.22617): PPO's clipped loss, with the gradient
     of a few high-covariance tokens cut as well. verl's ``compute_policy_loss_clip_cov``.
@@ -567,7 +652,7 @@ def clip_cov_loss(
         selected = torch.zeros_like(candidates)
         selected[idx[:, 0], idx[:, 1]] = True
     loss_mat = loss_mat * (~selected).to(loss_mat.dtype)  # the chosen tokens: loss 0, no gradient
-    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
     metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, cov_selected_frac=selected)
     return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
 
@@ -581,6 +666,7 @@ def kl_cov_loss(
     kl_cov_coef: float = 0.1,
     agg: str = "token-mean",
     max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
 ):
     """KL-Cov (Cui et al. 2025, arXiv:2505.22617): the unclipped ratio loss, with a
     log-ratio penalty on the highest-covariance tokens. verl's ``compute_policy_loss_kl_cov``.
@@ -615,7 +701,7 @@ def kl_cov_loss(
             flat[torch.nonzero(valid.reshape(-1)).squeeze(-1)[top]] = True
         selected = flat.view_as(valid)  # (B, T)
     loss_mat = torch.where(selected, unclipped + kl_cov_coef * log_ratio.abs(), unclipped)  # (B, T)
-    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
     none = torch.zeros_like(valid)
     return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none, cov_selected_frac=selected)
 
@@ -629,6 +715,7 @@ def cispo_loss(
     clip_high: float | None = 0.2,
     agg: str = "token-mean",
     max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
 ):
     """CISPO (MiniMax-M1, arXiv:2506.13585): clip the importance weight, never the gradient.
 
@@ -661,7 +748,7 @@ def cispo_loss(
     lo, hi = _clip_range(clip_low, clip_high)
     weight = ratio.clamp(lo, hi).detach()  # (B, T) sg(clip(r)): a weight, no gradient of its own
     loss_mat = -weight * advantages * logp  # (B, T)
-    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
     return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=ratio != weight, clip_frac_low=ratio < lo, clip_frac_high=ratio > hi)
 
 
@@ -674,6 +761,7 @@ def sapo_loss(
     tau_neg: float = 1.05,
     agg: str = "seq-mean-token-mean",
     max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
 ):
     """SAPO, soft adaptive policy optimisation (Gao et al. 2025, Qwen, arXiv:2511.20347):
     a smooth gate on the ratio instead of the hard clip.
@@ -703,7 +791,7 @@ def sapo_loss(
                       torch.as_tensor(tau_neg, dtype=logp.dtype, device=logp.device))  # (B, T)
     s = torch.sigmoid(tau * (ratio - 1.0))  # (B, T)
     loss_mat = -(s * (4.0 / tau)) * advantages  # (B, T): -A * f(r)
-    loss = aggregate_loss(loss_mat, mask, agg, max_len)
+    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
     s = s.detach()
     none = torch.zeros_like(mask, dtype=torch.bool)
     return loss, _policy_metrics(mask, log_ratio, ratio, sapo_grad_weight=4 * s * (1 - s), clip_frac=none, clip_frac_low=none, clip_frac_high=none)

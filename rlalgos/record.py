@@ -78,6 +78,7 @@ class Rollout:
     old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
     ref_rows: torch.Tensor | None = None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
     old_kl_exact: torch.Tensor | None = None  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
+    rollout_logprobs: torch.Tensor | None = None  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
     ref_logits: torch.Tensor | None = None  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
     pad_token_id: int = 0
     seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
@@ -139,6 +140,7 @@ class Rollout:
             ref_logprobs=per_token(self.ref_logprobs),
             old_entropy=per_token(self.old_entropy),
             old_kl_exact=per_token(self.old_kl_exact),
+            rollout_logprobs=per_token(self.rollout_logprobs),
             ref_logits=per_token(self.ref_logits),
         )
 
@@ -168,6 +170,7 @@ class Rollout:
             old_entropy=cat("old_entropy", False, 0.0),
             ref_logprobs=cat("ref_logprobs", False, 0.0),
             old_kl_exact=cat("old_kl_exact", False, 0.0),
+            rollout_logprobs=cat("rollout_logprobs", False, 0.0),
             ref_logits=cat("ref_logits", False, 0.0),
             ref_rows=None if all(p.ref_rows is None for p in parts) else torch.cat([p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]),
             rewards=torch.cat([p.rewards for p in parts]),

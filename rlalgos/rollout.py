@@ -40,6 +40,8 @@ def rollout(
     correct_key: str = "correct",
     greedy: bool = False,
     ref_sample: int = 0,
+    sampler=None,
+    rollout_logprobs: bool = False,
 ) -> Rollout:
     """Sample ``group_size`` completions for every row and score them.
 
@@ -51,10 +53,16 @@ def rollout(
     ref_sample: > 0: the reference's log-probs only on that many rows, evenly spread
         over the groups (``ro.ref_rows`` says which; the others hold 0): enough for a
         logged KL estimate, never for a KL the algorithm trains on. 0: every row.
+    sampler: the model that samples, if not ``policy`` (a lower-precision
+        :class:`~rlalgos.engine.precision.SamplingCopy`'s model, synced); ``policy``
+        still scores (``old_logprobs``): the trainer's recompute.
+    rollout_logprobs: also record the sampler's own log-probs of its tokens
+        (``ro.rollout_logprobs``, (N, T): its precision, temperature and top-p).
     """
     sampling = sampling or SamplingConfig()
     t0 = time.perf_counter()
-    prompt_ids, prompt_mask, completion_ids = generate(policy, tokenizer, [r["prompt"] for r in rows], sampling, greedy=greedy, n=group_size)
+    sampled = generate(sampler if sampler is not None else policy, tokenizer, [r["prompt"] for r in rows], sampling, greedy=greedy, n=group_size, return_logprobs=rollout_logprobs)
+    prompt_ids, prompt_mask, completion_ids = sampled[:3]
     rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent (as generate returns them)
     prompts = [r["prompt"] for r in rows]
     stop = stop_token_ids(policy, tokenizer)  # the same stop ids the sampler stopped on
@@ -82,6 +90,7 @@ def rollout(
         temperature=sampling.temperature,
         correct_key=correct_key,
         pad_token_id=tokenizer.pad_token_id,
+        rollout_logprobs=sampled[3] * mask if rollout_logprobs else None,
     ).trimmed()  # drop the columns after every answer ended
     score = dict(batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype)
     ref, ref_logits = {}, None

@@ -26,7 +26,7 @@ from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .engine.forward import batched_logprobs
 from .engine.lora import AdaptersOff, add_lora, load_adapters
-from .engine.precision import resolve_device, resolve_precision
+from .engine.precision import SamplingCopy, resolve_device, resolve_precision
 from .model import ModelReward, count_parameters, frozen_copy, load_policy
 from .record import Rollout
 from .rollout import rollout
@@ -167,6 +167,7 @@ class Run:
     resumed: bool  # continued from a checkpoint
     main: bool  # process 0 (the only one in a plain run): it writes the run folder
     local_prompts: int  # prompts this process samples per step
+    sampler: SamplingCopy | None = None  # rollout_dtype below float32: the copy of the policy that samples, else None (the policy samples)
 
 
 def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> Run:
@@ -208,7 +209,8 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
     sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
                               score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk, autocast_dtype=autocast_dtype)
     algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk,
-                    autocast_dtype=autocast_dtype, entropy_probe=cfg.entropy_probe)
+                    autocast_dtype=autocast_dtype, entropy_probe=cfg.entropy_probe, rollout_correction=cfg.rollout_correction,
+                    rollout_correction_threshold=cfg.rollout_correction_threshold)
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off
@@ -230,9 +232,10 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         distributed.restore_rng(state)  # several processes: each its own stream
     distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
+    sampler = SamplingCopy(policy, cfg.rollout_dtype) if cfg.rollout_dtype != "float32" else None  # the lower-precision engine, synced before each rollout
     if main:
         (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
-    return Run(cfg, algo_cfg, task, policy, tokenizer, algo, sampling, ref_model, lora, prompts, run_dir, start, resume, main, local_prompts)
+    return Run(cfg, algo_cfg, task, policy, tokenizer, algo, sampling, ref_model, lora, prompts, run_dir, start, resume, main, local_prompts, sampler)
 
 
 def run_loop(run: Run) -> list[dict]:
@@ -246,7 +249,8 @@ def run_loop(run: Run) -> list[dict]:
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
         share = distributed.my_share(run.prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
         return rollout(run.policy, run.tokenizer, share, cfg.group_size, run.task.rewards, s, ref_model=run.ref_model, old_logprobs=algo.needs_old_logprobs,
-                       correct_key=run.task.correct_key, ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows)  # a KL that is only logged may be measured on a subsample
+                       correct_key=run.task.correct_key, ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows,  # a KL that is only logged may be measured on a subsample
+                       sampler=run.sampler.sync() if run.sampler else None, rollout_logprobs=cfg.records_rollout_logprobs)  # rollout_dtype: the synced copy samples
 
     eval_rows = run.task.test[: cfg.eval_prompts] if cfg.eval_prompts else run.task.test
     metrics_path, samples_path = run.run_dir / "metrics.jsonl", run.run_dir / "samples.jsonl"

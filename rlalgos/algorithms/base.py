@@ -21,12 +21,14 @@ several processes, are one named line: :func:`rlalgos.engine.update.minibatch_up
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
 
+from .. import core
 from ..config import AlgoConfig
+from ..engine import batch
 from ..engine.forward import batched_logprobs
 from ..engine.update import EntropyProbe, minibatch_updates
 from ..record import Rollout
@@ -59,9 +61,10 @@ class Algorithm:
     """
 
     def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1,
-                 autocast_dtype: torch.dtype | None = None, entropy_probe: bool = False):
+                 autocast_dtype: torch.dtype | None = None, entropy_probe: bool = False, rollout_correction: str = "none", rollout_correction_threshold: float = 2.0):
         self.policy, self.cfg = policy, cfg
         self.entropy_probe = entropy_probe  # measure the entropy mechanism of every update (TrainConfig.entropy_probe)
+        self.rollout_correction, self.rollout_correction_threshold = rollout_correction, rollout_correction_threshold  # TrainConfig's fields
         self.max_new_tokens = max_new_tokens
         self.score_batch_size, self.logits_chunk, self.autocast_dtype = score_batch_size, logits_chunk, autocast_dtype
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
@@ -74,8 +77,9 @@ class Algorithm:
     def needs_old_logprobs(self) -> bool:
         """Whether the rollout must record sampling-time log-probs. With one pass
         and one minibatch the policy has not moved yet, so ``logp.detach()`` is
-        the same number and the extra forward pass is skipped."""
-        return self.cfg.epochs > 1 or self.cfg.minibatches > 1
+        the same number and the extra forward pass is skipped. A ``rollout_correction``
+        always needs them (the trainer's recompute, as TRL and verl make it)."""
+        return self.cfg.epochs > 1 or self.cfg.minibatches > 1 or self.rollout_correction != "none"
 
     @property
     def needs_ref(self) -> bool:
@@ -111,6 +115,19 @@ class Algorithm:
             return ro.old_logprobs
         return batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype)
 
+    def with_rollout_correction(self, ro: Rollout, adv: Advantages) -> Advantages:
+        """``adv`` with the rollout correction's (N, T) weights in ``extras["is_weights"]``
+        (:func:`rlalgos.core.rollout_correction_weights` of the trainer's and the sampler's
+        log-probs; the policy loss multiplies each token's loss by them) and their metrics;
+        ``adv`` itself without a correction."""
+        if self.rollout_correction == "none":
+            return adv
+        if ro.rollout_logprobs is None or ro.old_logprobs is None:
+            raise ValueError(f"rollout_correction {self.rollout_correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)")
+        w, m = core.rollout_correction_weights(ro.old_logprobs, ro.rollout_logprobs, ro.completion_mask, self.rollout_correction, self.rollout_correction_threshold)
+        m = batch.token_weighted(m, float((ro.completion_mask > 0).sum()))  # several processes: the whole batch's
+        return replace(adv, extras={**adv.extras, "is_weights": w}, metrics={**adv.metrics, **m})
+
     # ---- the update ---------------------------------------------------------- #
 
     def parameters(self):
@@ -119,7 +136,7 @@ class Algorithm:
     def update(self, ro: Rollout) -> dict:
         """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps on :meth:`loss`."""
         self.policy.train()
-        adv = self.advantages(ro)
+        adv = self.with_rollout_correction(ro, self.advantages(ro))
         probe = EntropyProbe(self, ro, adv) if self.entropy_probe else None  # covariance and entropy before the step
         metrics = minibatch_updates(self, ro, adv)  # the engine: micro-batches, length buckets, processes
         metrics.update(adv.metrics)

@@ -56,14 +56,16 @@ class Clipped(Algorithm):
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
         """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
         at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip). Another
-        ``loss_mode`` swaps in its own per-token loss from :mod:`rlalgos.core` (token ratios only)."""
+        ``loss_mode`` swaps in its own per-token loss from :mod:`rlalgos.core` (token ratios only).
+        Each takes the rollout correction's weights, if any, times each token's loss."""
         c, mode = self.cfg, self.cfg.loss_mode
+        w = adv.extras.get("is_weights")  # the rollout correction's weights (Algorithm.with_rollout_correction), or None
         if mode == "clip":
             return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, c.clip_low, c.clip_high, c.loss_agg, self.max_len,
-                                    clip_c=c.clip_c or None, ratio_level=ratio_level)
+                                    clip_c=c.clip_c or None, ratio_level=ratio_level, is_weights=w)
         if ratio_level != "token":
             raise ValueError(f"loss_mode {mode} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip")
-        args, agg = (out["logprobs"], old_logp, adv.values, adv.mask), {"agg": c.loss_agg, "max_len": self.max_len}
+        args, agg = (out["logprobs"], old_logp, adv.values, adv.mask), {"agg": c.loss_agg, "max_len": self.max_len, "is_weights": w}
         if mode == "clip_cov":
             return core.clip_cov_loss(*args, c.clip_low, c.clip_high, c.clip_cov_ratio, c.clip_cov_lb, c.clip_cov_ub, **agg)
         if mode == "kl_cov":

@@ -35,6 +35,7 @@ class Reinforce(Algorithm):
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         # no clipping: -A * ratio, whose gradient at ratio = 1 is -A * grad log pi
-        loss, m = core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None, agg=self.cfg.loss_agg, max_len=self.max_len)
+        loss, m = core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None, agg=self.cfg.loss_agg, max_len=self.max_len,
+                                   is_weights=adv.extras.get("is_weights"))  # the rollout correction's weights, if any
         m["pg_loss"] = loss.item()
         return loss, m

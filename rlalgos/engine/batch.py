@@ -39,6 +39,14 @@ def mean(x: torch.Tensor) -> float:
     return s["sum"] / s["n"] if s["n"] else float("nan")
 
 
+def token_weighted(metrics: dict[str, float], tokens: float) -> dict[str, float]:
+    """Means over this process's ``tokens`` valid tokens -> the same means over every
+    process's tokens (``metrics`` itself in one process)."""
+    if distributed.world_size() == 1:
+        return metrics
+    return ratios({k: (v * tokens, tokens) for k, v in metrics.items()})
+
+
 def counts(tokens: torch.Tensor, rows: int):
     """A minibatch's loss tokens (a scalar tensor) and answers over every process:
     the denominators of the gradient weights."""

@@ -5,15 +5,21 @@ things: the dtype of the weights, which :func:`rlalgos.model.load_policy` loads
 them in, and the autocast dtype of the forward passes, which the training loop
 hands to the sampler, the scoring passes and the update (:func:`autocast`).
 The model object carries no precision setting of its own.
+
+``rollout_dtype`` (the rollout-trainer mismatch) is a third thing: a
+:class:`SamplingCopy` of the policy whose weights are in a lower precision
+samples the training rollouts, as vLLM or SGLang sample in bf16 for a trainer
+that keeps fp32 weights.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 
 import torch
 
-from ..config import DTYPES
+from ..config import DTYPES, ROLLOUT_DTYPES
 
 PRECISIONS = {
     "float32": (torch.float32, None),
@@ -67,3 +73,32 @@ def autocast(model, dtype: torch.dtype | None):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(next(model.parameters()).device.type, dtype=dtype)
+
+
+class SamplingCopy:
+    """A copy of the policy with its weights in ``dtype`` (``rollout_dtype``) that samples,
+    as an inference engine samples for the trainer: :meth:`sync` copies the trained weights
+    into it (an engine's weight sync) and returns it, so call it before every rollout.
+
+    Only the parameters are cast: buffers (the rotary frequencies) stay as they are,
+    as vLLM computes its rotary tables in float32. The copy is frozen, in eval mode,
+    and costs one more set of weights in ``dtype`` (half the fp32 policy's for bf16).
+    """
+
+    def __init__(self, policy, dtype: str | torch.dtype):
+        if isinstance(dtype, str):
+            if dtype not in ROLLOUT_DTYPES:
+                raise ValueError(f"unknown rollout_dtype {dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}")
+            dtype = getattr(torch, dtype)
+        self.policy, self.dtype = policy, dtype
+        self.model = copy.deepcopy(policy).eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+            p.data = p.data.to(dtype)
+
+    @torch.no_grad()
+    def sync(self):
+        """Copy the policy's current weights in (rounded to ``dtype``); returns the sampling model."""
+        for dst, src in zip(self.model.parameters(), self.policy.parameters()):
+            dst.copy_(src)
+        return self.model

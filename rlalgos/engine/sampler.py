@@ -67,7 +67,8 @@ def encode_prompts(tokenizer, prompts: Sequence[str], chat_template: bool = Fals
 
 
 @torch.no_grad()
-def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1, compact_frac: float = 0.0625):
+def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1,
+                       compact_frac: float = 0.0625, return_logprobs: bool = False):
     """Sample ``n`` completions per prompt with the KV cache, like
     ``model.generate(do_sample=True, top_k=0, num_return_sequences=n)``, in less time:
 
@@ -82,7 +83,10 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
     input_ids, attention_mask: (B, P) left-padded prompts
     eos_token_id: the id, or list of ids, that ends an answer (:func:`stop_token_ids`)
     returns: (B * n, max_new_tokens) completion ids; row ``b * n + j`` is sample
-    ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``.
+    ``j`` of prompt ``b``; everything after a row's EOS is ``pad_token_id``. With
+    ``return_logprobs`` also (B * n, max_new_tokens) float32: each sampled token's
+    log-prob under the distribution it was drawn from (temperature and top-p applied,
+    in the model's own precision: vLLM's ``processed_logprobs``), 0 after EOS.
     """
     eos = id_tensor(eos_token_id, input_ids.device)
     warp = LogitsProcessorList()
@@ -100,14 +104,18 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
         logits, attention_mask, position_ids = (t.repeat_interleave(n, dim=0) for t in (logits, attention_mask, position_ids))
     N = logits.shape[0]
     tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=input_ids.dtype, device=input_ids.device)  # (N, T)
+    logps = torch.zeros(N, max_new_tokens, device=input_ids.device) if return_logprobs else None  # (N, T)
     rows = torch.arange(N, device=input_ids.device)  # which output row each batch row writes
     next_pos = position_ids[:, -1] + 1  # (N,)
     for t in range(max_new_tokens):
         if greedy:
             nxt = logits.argmax(-1)
         else:
-            probs = torch.softmax(warp(None, logits.float()), dim=-1)  # (n_live, V)
+            z = warp(None, logits.float())  # (n_live, V)
+            probs = torch.softmax(z, dim=-1)
             nxt = torch.multinomial(probs, 1).squeeze(1)
+            if logps is not None:
+                logps[rows, t] = torch.log_softmax(z, dim=-1).gather(1, nxt.unsqueeze(1)).squeeze(1)
         tokens[rows, t] = nxt
         live = ~torch.isin(nxt, eos)  # (n_live,)
         n_live = int(live.sum())
@@ -123,17 +131,20 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
         next_pos = next_pos + 1
     # a row that finished earlier but stayed in the batch kept sampling: blank what follows its EOS
     mask, _ = completion_mask_from_ids(tokens, eos_token_id)
-    return torch.where(mask.bool(), tokens, torch.full_like(tokens, pad_token_id))
+    tokens = torch.where(mask.bool(), tokens, torch.full_like(tokens, pad_token_id))
+    return tokens if logps is None else (tokens, logps * mask)
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False, n: int = 1):
+def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False, n: int = 1, return_logprobs: bool = False):
     """Batched sampling with the KV cache: ``n`` completions for every prompt.
     Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
     rows (the n samples of a prompt adjacent), prompts left-padded and
     completions right-padded with the pad token after their stop token
     (:func:`stop_token_ids`). ``sampling.sampler`` picks
-    :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``)."""
+    :func:`sample_completions` (``compact``) or transformers' ``generate`` (``hf``).
+    With ``return_logprobs`` a fourth tensor like ``completion_ids``: the sampler's own
+    log-prob of each token (:func:`sample_completions`; ``hf``: from generate's processed scores)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -148,14 +159,25 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
                 gen_cfg = GenerationConfig(
                     do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
                     top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                    eos_token_id=stop, bos_token_id=tokenizer.bos_token_id,
+                    eos_token_id=stop, bos_token_id=tokenizer.bos_token_id, output_scores=return_logprobs, return_dict_in_generate=return_logprobs,
                 )
-                completion = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)[:, ids.shape[1] :]
+                out = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)
+                completion = (out.sequences if return_logprobs else out)[:, ids.shape[1] :]
+                logps = _processed_logprobs(out.scores, completion, stop) if return_logprobs else None
             else:
-                completion = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
-                                                sampling.temperature, sampling.top_p, greedy=greedy, n=n)
-        chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion))
+                out = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
+                                         sampling.temperature, sampling.top_p, greedy=greedy, n=n, return_logprobs=return_logprobs)
+                completion, logps = out if return_logprobs else (out, None)
+        chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion, logps))
     model.train(was_training)
     pad = tokenizer.pad_token_id
-    ids, masks, completions = zip(*chunks)
-    return pad_cat(ids, True, pad), pad_cat(masks, True, 0), pad_cat(completions, False, pad)
+    ids, masks, completions, logps = zip(*chunks)
+    out = pad_cat(ids, True, pad), pad_cat(masks, True, 0), pad_cat(completions, False, pad)
+    return (*out, pad_cat(logps, False, 0.0)) if return_logprobs else out
+
+
+def _processed_logprobs(scores, completion: torch.Tensor, stop) -> torch.Tensor:
+    """Each token's log-prob under generate's processed scores (temperature and top-p applied):
+    a tuple of T (n, V) tensors and the (n, T) completion; 0 after the stop token."""
+    logps = torch.log_softmax(torch.stack(scores, 1).float(), -1).gather(-1, completion.unsqueeze(-1)).squeeze(-1)  # (n, T)
+    return torch.where(completion_mask_from_ids(completion, stop)[0].bool(), logps, torch.zeros_like(logps))  # a pad after the end may be outside the top-p set: -inf

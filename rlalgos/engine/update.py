@@ -29,7 +29,9 @@ class SamplingStats:
     entropy and of its k3 KL to the reference (over the answers that have reference
     log-probs: all of them, or a subsample: then also the sums behind the estimate's
     standard error, :func:`rlalgos.core.ratio_estimate`), and, where the pass had the
-    reference's logits (a small vocabulary), of the exact KL on the same tokens."""
+    reference's logits (a small vocabulary), of the exact KL on the same tokens; and, where
+    the rollout kept the sampler's own log-probs (``rollout_logprobs``), of the gap between
+    them and the trainer's (:func:`rlalgos.core.logprob_gap`)."""
 
     tokens: float = 0.0  # completion tokens seen
     entropy: float = 0.0  # sum of per-token entropies
@@ -43,6 +45,10 @@ class SamplingStats:
     yy: float = 0.0  # sum over measured answers of (KL sum)^2
     yn: float = 0.0  # ... of (KL sum) x (tokens)
     nn: float = 0.0  # ... of tokens^2
+    gap: float = 0.0  # sum of |trainer log-prob - sampler log-prob| (rollouts with rollout_logprobs)
+    gap_beyond: float = 0.0  # tokens whose ratio exp(trainer - sampler) is above 2 or below 1/2
+    gap_max: float = 0.0  # the largest |trainer log-prob - sampler log-prob| (a max: not summed over processes)
+    gap_seen: bool = False  # whether the gap was measured
 
     @torch.no_grad()
     def add(self, mb, logp: torch.Tensor, entropy: torch.Tensor, kl_exact: torch.Tensor | None = None) -> None:
@@ -50,6 +56,13 @@ class SamplingStats:
         mask = mb.completion_mask  # (n, T)
         self.tokens += float(mask.sum().item())
         self.entropy += float(core.masked_sum(entropy.detach(), mask).item())
+        if mb.rollout_logprobs is not None:  # the sampler's own log-probs: how far the trainer's are from them
+            gap = core.logprob_gap(logp.detach(), mb.rollout_logprobs, mask)  # per-token means over this micro-batch's tokens
+            n = float((mask > 0).sum().item())
+            self.gap_seen = True
+            self.gap += gap["mismatch_logp_gap_mean"] * n
+            self.gap_beyond += gap["mismatch_ratio_beyond_2"] * n
+            self.gap_max = max(self.gap_max, gap["mismatch_logp_gap_max"])
         if mb.ref_logprobs is None:
             return
         self.seen = True
@@ -70,9 +83,12 @@ class SamplingStats:
 
     def metrics(self) -> dict:
         """``entropy`` and ``kl`` per token (``kl_stderr`` for a subsampled KL, ``kl_exact`` where measured), over every process."""
-        names = [f.name for f in fields(self) if f.name not in ("seen", "exact_seen")]
+        names = [f.name for f in fields(self) if f.name not in ("seen", "exact_seen", "gap_seen", "gap_max")]
         s = distributed.reduce_sums({k: getattr(self, k) for k in names})
         out = {"entropy": s["entropy"] / max(s["tokens"], 1.0)}
+        if self.gap_seen:
+            n = max(s["tokens"], 1.0)
+            out.update(mismatch_logp_gap_mean=s["gap"] / n, mismatch_logp_gap_max=max(distributed.gather(self.gap_max)), mismatch_ratio_beyond_2=s["gap_beyond"] / n)
         if self.seen:
             out["kl"] = s["kl"] / max(s["kl_tokens"], 1.0)
         if self.exact_seen:

@@ -442,6 +442,45 @@ def _engine_dtype(c: Ctx, gpu_only: bool) -> Mapped:
     return differs(f"dtype {c.cfg.dtype}: the export runs {'bf16 mixed precision (fp32 master weights, as rlalgos dtype bfloat16)' if runs == 'bfloat16' else 'float32'}")
 
 
+def _trl_rollout_dtype(c: Ctx) -> Mapped:
+    if c.cfg.rollout_dtype == "float32":
+        return same()
+    return missing(f"TRL has no rollout dtype: the export samples with generate, with the trained model itself; with use_vllm=True, vLLM serves the checkpoint's own dtype "
+                   f"(bf16 for most hub models), the mismatch rollout_dtype {c.cfg.rollout_dtype} imitates")
+
+
+def _verl_rollout_dtype(c: Ctx) -> Mapped:
+    if c.cfg.rollout_dtype == "float32":
+        return differs("verl's vLLM samples in bfloat16 (its default rollout.dtype), the mismatch rlalgos's rollout_dtype bfloat16 imitates; set actor_rollout_ref.rollout.dtype=float32 to remove it")
+    return same(**{R + "dtype": c.cfg.rollout_dtype})
+
+
+MASK_NO_LOWER = 1e-9
+"""verl's IcePop bounds ``"lower_upper"`` need a lower bound > 0: below e^-20 (~2e-9, the smallest ratio verl computes) it never acts, so masking is upper-only, as rlalgos's."""
+
+
+def _trl_rollout_correction(c: Ctx, setting: str) -> Mapped:
+    mode = c.cfg.rollout_correction
+    if isinstance(c.algo, ReinforceConfig):
+        return same() if mode == "none" else missing("RLOOTrainer has no importance-sampling correction (GRPOTrainer's vllm_importance_sampling_*)")
+    if setting == "rollout_correction_threshold":
+        return same() if mode == "none" else same(vllm_importance_sampling_clip_max=c.cfg.rollout_correction_threshold)
+    if mode == "none":
+        return same(vllm_importance_sampling_correction=False)  # TRL's default is on (sequence_mask, when it samples with vLLM)
+    return differs("TRL corrects only when it samples with vLLM (use_vllm=True); the export samples with generate in the trainer's own precision, where there is little to correct",
+                   vllm_importance_sampling_correction=True, vllm_importance_sampling_mode=mode)
+
+
+def _verl_rollout_correction(c: Ctx, setting: str) -> Mapped:
+    mode, C = c.cfg.rollout_correction, c.cfg.rollout_correction_threshold
+    if mode == "none":
+        return same()
+    level, _, action = mode.partition("_")
+    if setting == "rollout_correction_threshold":
+        return same(**{"algorithm.rollout_correction.rollout_is_threshold": C if action == "truncate" else f"{MASK_NO_LOWER:g}_{C:g}"})
+    return same(**{"algorithm.rollout_correction.rollout_is": level})
+
+
 def _trl_save(c: Ctx) -> Mapped:
     if not c.cfg.save_every:
         return differs("train_trl.py saves the final model to output/ at the end", save_strategy="no")
@@ -503,6 +542,14 @@ ROWS: list[Row] = [
         "the engines have no bf16-weights mode", lambda c: _engine_dtype(c, gpu_only=False), lambda c: _engine_dtype(c, gpu_only=True)),
     Row("score_batch_size", "", "(`*.log_prob_micro_batch_size_per_gpu`)", "", "TRL scores with its training micro-batch (per_device_train_batch_size)",
         lambda c: same(), lambda c: same()),
+    Row("rollout_dtype", "(none; vLLM serves the checkpoint's dtype)", "`actor_rollout_ref.rollout.dtype`", "bfloat16 / float16 -> the same name; float32 = no mismatch",
+        "TRL has no rollout dtype (the export samples with generate); verl's vLLM samples in bfloat16 by default", _trl_rollout_dtype, _verl_rollout_dtype),
+    Row("rollout_correction", "`vllm_importance_sampling_correction`, `vllm_importance_sampling_mode`", "`algorithm.rollout_correction.rollout_is` (token / sequence)",
+        "TRL: the same mode names (none -> correction False); verl: token_* -> token, sequence_* -> sequence (masking: see rollout_correction_threshold)",
+        "TRL corrects only with use_vllm=True; RLOOTrainer has no correction", lambda c: _trl_rollout_correction(c, "rollout_correction"), lambda c: _verl_rollout_correction(c, "rollout_correction")),
+    Row("rollout_correction_threshold", "`vllm_importance_sampling_clip_max` (was `vllm_importance_sampling_cap`)", "`algorithm.rollout_correction.rollout_is_threshold`",
+        f"same value C; verl's masking is its IcePop bounds \"{MASK_NO_LOWER:g}_C\" (no lower bound)", "TRL's default C is 3.0, verl's 2.0 (rlalgos's)",
+        lambda c: _trl_rollout_correction(c, "rollout_correction_threshold"), lambda c: _verl_rollout_correction(c, "rollout_correction_threshold")),
     Row("logits_chunk", "", "", "", "memory, not maths: TRL and verl bound logits memory their own way (verl's fused kernels; TRL's per-device batch)",
         lambda c: same(), lambda c: same()),
     Row("sampler", "`use_vllm`=False", "`rollout.name`=vllm, `rollout.tensor_model_parallel_size`=1", "the engine's own generation; the same distribution",
