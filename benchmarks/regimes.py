@@ -16,7 +16,7 @@ mean paired difference at the end of the runs and its 95% t-interval
 (``rlalgos.workbook.stats``), and one line per arm with the steps / generated answers it
 took to reach halfway from the base model to vanilla's final accuracy (on the
 seed-averaged curve, interpolated between evaluations). One figure per regime
-goes to ``--fig-dir`` (the README's scorecard links them).
+goes to ``--fig-dir`` (docs/claims.md links them).
 
 Runs go to ``--out-dir/<regime>/<spec>_s<seed>`` (the naming of
 ``learning_efficiency.py``) and finished runs are read back, not trained again,

@@ -1,4 +1,4 @@
-"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export | student``.
+"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export | student | claims``.
 
 Built with tyro from the dataclasses in :mod:`rlalgos.config`: every option is a
 config field and its help is the docstring under that field, so ``--help`` and
@@ -169,6 +169,59 @@ class StudentArgs:
     """The notebooks to convert (default: the repository's notebooks/)."""
     overwrite: bool = False
     """Use a folder that is not empty: replace only the student notebooks in it, keep its other files."""
+
+
+@dataclass
+class ClaimsList:
+    """Every claim of the scorecard: id, kind, published verdict, seeds, statement."""
+
+
+@dataclass
+class ClaimsRun:
+    """Train (or reuse the finished run folders of) one claim's arms on some seeds and print the paired table and the
+    verdict next to the published one; an exact claim runs its test. The record goes to OUT_DIR/ID.json."""
+
+    claim: tyro.conf.Positional[str]
+    """The claim's id (rlalgos claims list)."""
+    seeds: str = ""
+    """Comma-separated seeds, e.g. 20,21,22 (default: the published ones). Fewer than 3 run with a warning: a verdict needs 3."""
+    jobs: int = 1
+    """Runs trained side by side (0 = auto: one per core on CPU)."""
+    out_dir: str = "runs/claims"
+    """Folder for the record OUT_DIR/ID.json."""
+    runs_dir: str = ""
+    """Train under RUNS_DIR/ID/ARM/seedK instead of the notebook's own run folders (which are reused when finished)."""
+    steps: int = 0
+    """A cheap look: this many steps instead of the claim's (0: the claim's; the runs are then not the published ones)."""
+    prompts: int = 0
+    """A cheap look: prompts per step (0: the claim's)."""
+    eval_prompts: int = 0
+    """A cheap look: test prompts per evaluation (0: the claim's)."""
+    overwrite: bool = False
+    """Replace a run folder that holds another run (never done without it)."""
+    publish: bool = False
+    """Write the record over docs/claims/ID.json (the published numbers) instead of OUT_DIR."""
+
+
+@dataclass
+class ClaimsReport:
+    """Write the scorecard page and README.md's summary block from the claims' JSON records."""
+
+    out: str = "docs/claims.md"
+    """The page to write."""
+    json_dir: str = "docs/claims"
+    """Folder of the claims' JSON records (the source of truth)."""
+    readme: str = "README.md"
+    """README whose claims block to regenerate ('' = none)."""
+
+
+@dataclass
+class ClaimsArgs:
+    """The claims scorecard as code: rlalgos claims list | run ID | report."""
+
+    action: Union[Annotated[ClaimsList, tyro.conf.subcommand("list", description=ClaimsList.__doc__)],  # noqa: UP007
+                  Annotated[ClaimsRun, tyro.conf.subcommand("run", description=ClaimsRun.__doc__)],
+                  Annotated[ClaimsReport, tyro.conf.subcommand("report", description=ClaimsReport.__doc__)]]
 
 
 # --------------------------------------------------------------------------- #
@@ -380,6 +433,32 @@ def cmd_student(args: StudentArgs) -> None:
     print(f"open it: jupyter lab {args.out_dir}   (the notebooks write their runs to {Path(args.out_dir).resolve().parent / 'runs'})")
 
 
+def cmd_claims(args: ClaimsArgs) -> None:
+    import warnings
+
+    from ..workbook import claims
+
+    a = args.action
+    if isinstance(a, ClaimsList):
+        import pandas as pd
+
+        with pd.option_context("display.max_colwidth", 90, "display.width", 200):
+            print(claims.list_claims().to_string())
+    elif isinstance(a, ClaimsReport):
+        for path in claims.report(a.out, a.json_dir, a.readme or None):
+            print(f"wrote {path}")
+    else:
+        claims.get_claim(a.claim)  # an unknown id answers before anything else
+        seeds = claims.parse_seeds(a.seeds) if a.seeds else None
+        if a.jobs < 0 or min(a.steps, a.prompts, a.eval_prompts) < 0:
+            raise ValueError("--jobs, --steps, --prompts and --eval-prompts must be >= 0")
+        over = {k: v for k, v in (("steps", a.steps), ("prompts_per_step", a.prompts), ("eval_prompts", a.eval_prompts)) if v}
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = lambda message, *_, **__: print(f"rlalgos: warning: {message}", file=sys.stderr)
+            claims.run_claim(a.claim, seeds, jobs=a.jobs, out_dir=a.out_dir, runs_dir=a.runs_dir or None, overwrite=a.overwrite, publish=a.publish, **over)
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its arguments (a dataclass), what runs it, and its one-line help."""
@@ -402,6 +481,7 @@ COMMANDS = {
     "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),
     "export": Command(ExportArgs, cmd_export, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
     "student": Command(StudentArgs, cmd_student, "write the notebooks without their worked solutions, for a class (rlalgos student OUT_DIR)"),
+    "claims": Command(ClaimsArgs, cmd_claims, "the claims scorecard: rlalgos claims list | run ID [--seeds 20,21,22] | report"),
 }
 
 

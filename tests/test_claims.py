@@ -1,0 +1,100 @@
+"""The claims scorecard as code (rlalgos/workbook/claims.py): the generated pages match
+the committed JSON, the JSON matches the notebooks' committed outputs, every claim is
+well formed, one claim runs end to end, and the CLI's bad inputs are one line."""
+
+import json
+
+import pytest
+
+from rlalgos.tools.cli import main
+from rlalgos.workbook import claims
+
+
+@pytest.mark.parametrize("claim", claims.CLAIMS, ids=lambda c: c.id)
+def test_published_numbers_are_still_in_the_committed_outputs(claim):
+    """docs/claims/<id>.json is what extract_published reads from the notebooks now: a number that
+    is no longer printed (or printed differently) fails here. Fix: python docs/extract_claims.py."""
+    committed = json.loads((claims.JSON_DIR / f"{claim.id}.json").read_text(encoding="utf-8"))
+    if committed["numbers_from"] != "committed outputs":  # published by `rlalgos claims run --publish`
+        pytest.skip(f"{claim.id}: numbers from {committed['numbers_from']}")
+    assert claims.extract_published(claim) == committed
+
+
+def test_pages_are_generated_from_the_json_no_hand_edits():
+    records = claims.load_published()
+    assert list(records) == [c.id for c in claims.CLAIMS], "every claim has docs/claims/<id>.json (python docs/extract_claims.py)"
+    assert claims.PAGE.read_text(encoding="utf-8") == claims.render_page(records), "docs/claims.md differs from `rlalgos claims report`"
+    readme = claims.README.read_text(encoding="utf-8")
+    assert readme == claims.readme_with_block(readme, claims.render_readme_block(records)), "README.md's claims block differs from `rlalgos claims report`"
+    assert len(readme.splitlines()) < 250
+
+
+def test_every_claim_is_well_formed():
+    assert len({c.id for c in claims.CLAIMS}) == len(claims.CLAIMS)
+    for c in claims.CLAIMS:
+        assert c.kind in claims.KINDS and c.id == c.id.lower() and " " not in c.id, c.id
+        if c.kind == "exact":
+            assert c.test and not c.arms and (claims.ROOT / c.test.split("::")[0]).exists(), c.id
+            continue
+        assert len(c.seeds) >= claims.MIN_SEEDS, f"{c.id}: {len(c.seeds)} seeds"
+        assert c.figure, f"{c.id}: no figure"
+        path, _, cell = c.figure.partition("#cell-")
+        assert (claims.ROOT / path).exists(), f"{c.id}: {path} does not exist"
+        if cell:
+            nb = json.loads((claims.ROOT / path).read_text(encoding="utf-8"))
+            outs = nb["cells"][int(cell)].get("outputs", [])
+            assert any("image/png" in o.get("data", {}) for o in outs), f"{c.id}: {c.figure} holds no figure"
+        if c.arms:
+            assert c.base in c.arms and c.run_dir, c.id
+        for e in c.expects:
+            assert e.direction in (1, -1), c.id
+
+
+def test_a_claim_with_too_few_seeds_or_no_figure_fails_the_check(monkeypatch):
+    bad = claims.replace(claims.get_claim("rloo-matches-grpo"), seeds=(0, 1), figure="docs/figures/nope.png")
+    monkeypatch.setattr(claims, "CLAIMS", (bad,))
+    with pytest.raises(AssertionError):
+        test_every_claim_is_well_formed()
+
+
+def test_directed_verdicts():
+    assert claims.directed_verdict(0.1, 0.3, +1, 3) == "shown"
+    assert claims.directed_verdict(0.1, 0.3, -1, 3) == "opposite"
+    assert claims.directed_verdict(-0.1, 0.3, -1, 3) == "within noise"
+    assert claims.directed_verdict(float("nan"), float("nan"), 1, 1) == "one seed"
+
+
+def test_run_claim_end_to_end_at_tiny_settings(tmp_path):
+    """Two arms, one seed, two steps, in a tmp folder; a second call reuses the finished runs."""
+    kw = dict(seeds=[0], out_dir=tmp_path / "out", runs_dir=tmp_path / "runs", progress=False,
+              steps=2, prompts_per_step=2, group_size=2, eval_prompts=2, eval_samples=1, eval_every=0)
+    with pytest.warns(UserWarning, match="a verdict needs at least 3"):
+        record = claims.run_claim("rloo-matches-grpo", **kw)
+    assert record["verdict"] == "one seed" and record["numbers_from"] == "rlalgos claims run"
+    assert json.loads((tmp_path / "out" / "rloo-matches-grpo.json").read_text())["effects"][0]["metric"] == "eval_accuracy"
+    assert (tmp_path / "runs" / "rloo-matches-grpo" / "rloo" / "seed0" / "metrics.jsonl").exists()
+    before = (tmp_path / "runs" / "rloo-matches-grpo" / "grpo" / "seed0" / "metrics.jsonl").stat().st_mtime
+    with pytest.warns(UserWarning):
+        again = claims.run_claim("rloo-matches-grpo", **kw)
+    assert (tmp_path / "runs" / "rloo-matches-grpo" / "grpo" / "seed0" / "metrics.jsonl").stat().st_mtime == before
+    assert again["effects"] == record["effects"]
+    with pytest.raises(ValueError, match="holds another run"), pytest.warns(UserWarning):  # other settings, same folders: never overwritten silently
+        claims.run_claim("rloo-matches-grpo", **{**kw, "steps": 3})
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["claims", "run", "no-such-claim"], "unknown claim 'no-such-claim'"),
+    (["claims", "run", "rloo-matches-grpo", "--seeds", "1,,x"], "--seeds must be comma-separated"),
+    (["claims", "run", "rloo-matches-grpo", "--seeds", "1,1,2"], "names a seed twice"),
+    (["claims", "run", "reward-hacking"], "has no arms to train here"),
+])
+def test_cli_bad_inputs_are_one_line_exit_2(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and msg in err, err
+
+
+def test_cli_list_prints_every_claim(capsys):
+    assert main(["claims", "list"]) == 0
+    out = capsys.readouterr().out
+    assert all(c.id in out for c in claims.CLAIMS)
