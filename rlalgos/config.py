@@ -142,6 +142,8 @@ class TrainConfig:
     """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
     rollout_dtype: str = "float32"
     """Precision the training rollouts are sampled in, while the trainer scores them in ``dtype`` (the rollout-trainer mismatch of engines that sample with vLLM/SGLang in bf16 and train in fp32). ``float32``: the policy itself samples (no mismatch beyond ``top_p``). ``bfloat16`` / ``float16``: a copy of the policy with its weights in that dtype samples, its weights re-synced from the trained ones before every rollout (an engine's weight sync). Then (or with ``top_p`` < 1, or a ``rollout_correction``) the sampler's own log-probs of its tokens (``rollout_logprobs``, under the distribution it sampled from: temperature and top-p applied, like vLLM's processed_logprobs) are kept and the gap to the trainer's is logged every step (``mismatch_logp_gap_mean`` ...). The sampled eval always uses the policy itself."""
+    rollout_sync_every: int = 1
+    """Steps between weight syncs of the sampling copy: 1 = before every step's rollout (the sampler differs from the trainer only by ``rollout_dtype`` and ``top_p``). k > 1: the sampler keeps the weights of the last sync, so its rollouts come from a policy up to k - 1 updates old (an asynchronous engine's staleness; a larger, deliberate mismatch), in ``rollout_dtype`` (a float32 copy if that is float32). A resumed run syncs at its first step."""
     rollout_correction: str = "none"
     """Correct the policy loss for the rollout-trainer mismatch with an importance weight ``r = pi_trainer / pi_sampler`` (of the sampled tokens; detached, times each token's policy loss; :func:`rlalgos.core.rollout_is_weights`): ``token_truncate`` (TIS: ``min(r_t, C)``), ``token_mask`` (``r_t``, 0 where ``r_t > C``), ``sequence_truncate`` / ``sequence_mask`` (the same with one ratio per answer, the product of its token ratios); ``none`` = off. TRL's ``vllm_importance_sampling_mode``, verl's ``algorithm.rollout_correction``. The trainer's log-probs are then recomputed in a no-grad pass after sampling, as both engines do."""
     rollout_correction_threshold: float = 2.0
@@ -201,6 +203,7 @@ class TrainConfig:
         _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
         _check(self.rollout_dtype in ROLLOUT_DTYPES, f"unknown rollout_dtype {self.rollout_dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}")
         _check(self.rollout_correction in ROLLOUT_CORRECTIONS, f"unknown rollout_correction {self.rollout_correction!r}; use one of {', '.join(ROLLOUT_CORRECTIONS)}")
+        _check(self.rollout_sync_every >= 1, f"rollout_sync_every must be >= 1 (1 = sync the sampler before every step), got {self.rollout_sync_every}")
         _check(self.rollout_correction_threshold >= 1, f"rollout_correction_threshold must be >= 1 (a bound on the ratio trainer / sampler; verl uses 2, TRL 3), got {self.rollout_correction_threshold}")
         _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
         _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
@@ -217,9 +220,14 @@ class TrainConfig:
     @property
     def records_rollout_logprobs(self) -> bool:
         """Whether the sampler keeps its own log-probs (``rollout_logprobs``): it samples from
-        another distribution than the trainer scores (``rollout_dtype``, ``top_p``), or a
+        another distribution than the trainer scores (``rollout_dtype``, ``rollout_sync_every``, ``top_p``), or a
         ``rollout_correction`` needs them."""
-        return self.rollout_dtype != "float32" or self.top_p < 1 or self.rollout_correction != "none"
+        return self.uses_sampling_copy or self.top_p < 1 or self.rollout_correction != "none"
+
+    @property
+    def uses_sampling_copy(self) -> bool:
+        """Whether a copy of the policy samples (``rollout_dtype`` below float32, or a stale sampler)."""
+        return self.rollout_dtype != "float32" or self.rollout_sync_every > 1
 
 
 # --------------------------------------------------------------------------- #

@@ -167,7 +167,7 @@ class Run:
     resumed: bool  # continued from a checkpoint
     main: bool  # process 0 (the only one in a plain run): it writes the run folder
     local_prompts: int  # prompts this process samples per step
-    sampler: SamplingCopy | None = None  # rollout_dtype below float32: the copy of the policy that samples, else None (the policy samples)
+    sampler: SamplingCopy | None = None  # rollout_dtype below float32 or rollout_sync_every > 1: the copy of the policy that samples, else None (the policy samples)
 
 
 def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> Run:
@@ -232,7 +232,7 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         distributed.restore_rng(state)  # several processes: each its own stream
     distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
-    sampler = SamplingCopy(policy, cfg.rollout_dtype) if cfg.rollout_dtype != "float32" else None  # the lower-precision engine, synced before each rollout
+    sampler = SamplingCopy(policy, cfg.rollout_dtype) if cfg.uses_sampling_copy else None  # the sampling engine's copy, synced in run_loop
     if main:
         (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
     return Run(cfg, algo_cfg, task, policy, tokenizer, algo, sampling, ref_model, lora, prompts, run_dir, start, resume, main, local_prompts, sampler)
@@ -250,7 +250,7 @@ def run_loop(run: Run) -> list[dict]:
         share = distributed.my_share(run.prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
         return rollout(run.policy, run.tokenizer, share, cfg.group_size, run.task.rewards, s, ref_model=run.ref_model, old_logprobs=algo.needs_old_logprobs,
                        correct_key=run.task.correct_key, ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows,  # a KL that is only logged may be measured on a subsample
-                       sampler=run.sampler.sync() if run.sampler else None, rollout_logprobs=cfg.records_rollout_logprobs)  # rollout_dtype: the synced copy samples
+                       sampler=run.sampler.model if run.sampler else None, rollout_logprobs=cfg.records_rollout_logprobs)  # rollout_dtype: the copy samples
 
     eval_rows = run.task.test[: cfg.eval_prompts] if cfg.eval_prompts else run.task.test
     metrics_path, samples_path = run.run_dir / "metrics.jsonl", run.run_dir / "samples.jsonl"
@@ -282,6 +282,8 @@ def run_loop(run: Run) -> list[dict]:
             rows.append(row0)
         for step in bar:
             t0 = time.perf_counter()
+            if run.sampler and (step == run.start + 1 or (step - 1) % cfg.rollout_sync_every == 0):
+                run.sampler.sync()  # the engine's weight sync: every step, or every rollout_sync_every steps (a stale sampler)
             ro, info = algo.collect(sample, run.local_prompts)
             t1 = time.perf_counter()
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite

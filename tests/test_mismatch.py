@@ -176,10 +176,22 @@ def test_bf16_rollouts_with_tis_log_the_gap_and_weights(tmp_path):
     assert (saved["rollout_dtype"], saved["rollout_correction"], saved["rollout_correction_threshold"]) == ("bfloat16", "token_truncate", 2.0)
 
 
+def test_a_stale_sampler_lags_between_syncs(tmp_path):
+    """rollout_sync_every 3 (float32): the sampler is the policy at steps 1 and 4 (just synced: no gap),
+    and one or two updates old at steps 2 and 3 (a gap that the trainer's recompute sees)."""
+    out = tmp_path / "run"
+    argv = ["train", "grpo", *TINY, "--steps", "4", "--lr", "3e-3", "--rollout-sync-every", "3", "--out-dir", str(out)]
+    assert cli.main(argv) == 0
+    gap = {r["step"]: r["mismatch_logp_gap_mean"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if r["step"] > 0}
+    assert gap[1] < 1e-5 and gap[4] < 1e-5, gap
+    assert gap[2] > 100 * max(gap[1], 1e-7) and gap[3] > 100 * max(gap[4], 1e-7), gap
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["--rollout-correction-threshold", "0.5", "--rollout-correction", "token_mask"], "rollout_correction_threshold must be >= 1"),
     (["--rollout-correction", "tis"], "unknown rollout_correction 'tis'"),
     (["--rollout-dtype", "int8"], "unknown rollout_dtype 'int8'"),
+    (["--rollout-sync-every", "0"], "rollout_sync_every must be >= 1"),
     (["--top-p", "1.5"], "top_p must be in (0, 1]"),
     (["--top-p", "0"], "top_p must be in (0, 1]"),
 ])
