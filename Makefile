@@ -21,11 +21,17 @@ export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the sa
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# pip --no-compile: no .pyc for the whole of torch, pandas & co at install (~1/3 faster);
+# Python writes them for the modules that are imported, on first import.
+$(VENV)/.bootstrap:  ## the venv with pip and pytest only: enough for the install test, which make test starts before the rest
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
-	$(BIN)/pip install -q -e ".[test,notebook,bench,lora,tensorboard,docs]"
+	$(BIN)/pip install -q --no-compile --upgrade pip
+	$(BIN)/pip install -q --no-compile "pytest>=8"
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.bootstrap
+	$(BIN)/pip install -q --no-compile "$(TORCH_SPEC)" $(if $(TORCH_INDEX_URL),--index-url "$(TORCH_INDEX_URL)")
+	$(BIN)/pip install -q --no-compile -e ".[test,notebook,bench,lora,tensorboard,docs]"
 	# verl's packaged trainer config, for the export tests (its own dependencies pin an older transformers: not installed)
 	$(BIN)/pip install -q --no-deps "verl==0.9.1"
 	touch $@
@@ -33,10 +39,12 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: install browser  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers, and beside them the install test (a fresh venv) at the lowest transformers allowed
-	@# The install test is mostly pip unpacking wheels into a fresh venv: it runs beside the suite
-	@# (its output is printed at the end) and either failing fails make test.
-	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider tests/test_install.py > $(VENV)/install_test.log 2>&1 & install_test=$$!; \
+test: $(VENV)/.bootstrap  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers, and beside them the install test (a fresh venv) at the lowest transformers allowed
+	@# The install test is mostly pip unpacking wheels into a fresh venv, on one core: it starts first,
+	@# beside the install of .venv (pip, one core too), and goes on beside the suite; its output is
+	@# printed at the end, and either failing fails make test. It needs only pytest (no conftest).
+	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider --noconftest tests/test_install.py > $(VENV)/install_test.log 2>&1 & install_test=$$!; \
+	$(MAKE) --no-print-directory install browser || { kill $$install_test; exit 1; }; \
 	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=15 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks; suite=$$?; \
 	wait $$install_test; install=$$?; echo "--- the install test (tests/test_install.py, transformers $(TRANSFORMERS_LOWEST)):"; cat $(VENV)/install_test.log; \
 	exit $$(( suite || install ))

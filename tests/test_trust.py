@@ -1,6 +1,8 @@
-"""Trust, tested the way a user meets it: through the ``rlalgos`` command in a
-subprocess (or, for the many failed starts, its `main` in one child process), on real
-folders whose every byte is hashed before and after.
+"""Trust, tested the way a user meets it: through the ``rlalgos`` command, on real
+folders whose every byte is hashed before and after. The command is its ``main(argv)``
+with stderr captured, in this process (``rlalgos_here``) or, for the many failed starts,
+in one child process; a subprocess where the process itself is the point (SIGKILL, the
+``--jobs 2`` lanes, the command's entry point).
 
 * nothing outside a run's own files is ever deleted, and no failed start changes a byte;
 * a default run killed with SIGKILL resumes to the same rows as an uninterrupted run;
@@ -10,7 +12,9 @@ folders whose every byte is hashed before and after.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import signal
@@ -32,24 +36,41 @@ def rlalgos(*args, timeout=300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout)
 
 
-# Many failed starts in one child process: each is ``rlalgos.tools.cli.main(argv)`` (what the
-# ``rlalgos`` command runs) with its own stderr, followed by a snapshot of the watched folder.
-# One interpreter start instead of one per case (~8 s each: torch and transformers load).
-_MANY = """
-import contextlib, io, json, sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from test_trust import snapshot
-from rlalgos.tools.cli import main
-out = []
-for case in json.load(sys.stdin):
-    err = io.StringIO()
+def run_main(argv) -> tuple[int, str]:
+    """``rlalgos.tools.cli.main(argv)`` (what the ``rlalgos`` command runs): its exit code and its stderr."""
+    import torch
+
+    from rlalgos.tools.cli import main
+
+    err, threads = io.StringIO(), torch.get_num_threads()
+    torch.set_num_threads(1)  # as the subprocesses here run (ENV): their rows must match this process's
     with contextlib.redirect_stderr(err):
         try:
-            code = main(case["argv"])
+            code = main([str(a) for a in argv])
         except SystemExit as e:  # tyro's own usage errors
             code = e.code
-    out.append({"returncode": code, "stderr": err.getvalue(), "after": snapshot(Path(case["watch"])) if case["watch"] else None})
+        finally:
+            torch.set_num_threads(threads)
+    return code, err.getvalue()
+
+
+def rlalgos_here(*args) -> subprocess.CompletedProcess:
+    """The command in this process: no interpreter start (~8 s: torch and transformers load)."""
+    code, err = run_main(args)
+    return subprocess.CompletedProcess(list(args), code, "", err)
+
+
+# Many failed starts in one child process: each is ``run_main(argv)`` with its own stderr,
+# followed by a snapshot of the watched folder. One interpreter start instead of one per case.
+_MANY = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from test_trust import run_main, snapshot
+out = []
+for case in json.load(sys.stdin):
+    code, err = run_main(case["argv"])
+    out.append({"returncode": code, "stderr": err, "after": snapshot(Path(case["watch"])) if case["watch"] else None})
 print(json.dumps(out))
 """
 
@@ -87,7 +108,7 @@ def one_line_error(proc: subprocess.CompletedProcess, needle: str) -> None:
 def finished_run(tiny_dir, tmp_path_factory):
     """A real finished run folder with a user's note inside it."""
     d = tmp_path_factory.mktemp("finished") / "run"
-    proc = rlalgos(*small_run(tiny_dir, d))
+    proc = rlalgos_here(*small_run(tiny_dir, d))
     assert proc.returncode == 0, proc.stderr[-2000:]
     (d / "notes.txt").write_text("my notes on this run\n")
     return d
@@ -100,11 +121,11 @@ def test_a_folder_that_is_not_a_run_is_never_touched(tmp_path, tiny_dir):
     (d / "old_run" / "metrics.csv").write_text("step,reward\n1,0.5\n")
     before = snapshot(d)
     for extra in ((), ("--overwrite",)):
-        one_line_error(rlalgos(*small_run(tiny_dir, d, *extra)), "is not a run folder")
+        one_line_error(rlalgos_here(*small_run(tiny_dir, d, *extra)), "is not a run folder")
         assert snapshot(d) == before
     f = tmp_path / "a_file"
     f.write_text("x")
-    one_line_error(rlalgos(*small_run(tiny_dir, f)), "is a file")
+    one_line_error(rlalgos_here(*small_run(tiny_dir, f)), "is a file")
     assert f.read_text() == "x"
 
 
@@ -143,10 +164,10 @@ def test_a_run_that_fails_to_start_leaves_the_folder_byte_identical(failed_start
 
 def test_overwrite_replaces_only_the_runs_own_files(tmp_path, tiny_dir):
     d = tmp_path / "run"
-    assert rlalgos(*small_run(tiny_dir, d)).returncode == 0
+    assert rlalgos_here(*small_run(tiny_dir, d)).returncode == 0
     (d / "notes.txt").write_text("keep me")
     old = json.loads((d / "config.json").read_text())
-    proc = rlalgos(*small_run(tiny_dir, d, "--overwrite", "--seed", "5"))
+    proc = rlalgos_here(*small_run(tiny_dir, d, "--overwrite", "--seed", "5"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (d / "notes.txt").read_text() == "keep me"
     new = json.loads((d / "config.json").read_text())
@@ -158,13 +179,13 @@ def test_compare_checks_every_run_folder_before_the_first_run(tmp_path, tiny_dir
     out = tmp_path / "cmp"
     args = ["compare", "--algos", "grpo,rloo", "--seeds", "1", "--model", tiny_dir, "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
             "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress", "--out-dir", out]
-    proc = rlalgos(*args)
+    proc = rlalgos_here(*args)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (out / "rloo" / "seed0" / "notes.txt").write_text("keep me")
     before = snapshot(out)
-    one_line_error(rlalgos(*args), "already holds a run")
+    one_line_error(rlalgos_here(*args), "already holds a run")
     assert snapshot(out) == before  # grpo/seed0 was not re-run and replaced before rloo/seed0 refused
-    assert rlalgos(*args, "--overwrite").returncode == 0
+    assert rlalgos_here(*args, "--overwrite").returncode == 0
     assert (out / "rloo" / "seed0" / "notes.txt").read_text() == "keep me"
 
 
@@ -216,7 +237,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
     step 14 resumes from step 10 and then writes the same rows as a run that was never killed."""
     args = ["train", "dapo", "--model", tiny_dir, "--steps", "30", "--prompts-per-step", "4", "--group-size", "4",
             "--max-new-tokens", "8", "--eval-every", "0", "--eval-prompts", "2", "--eval-samples", "1", "--seed", "3", "--no-progress"]
-    assert rlalgos(*args, "--out-dir", tmp_path / "full").returncode == 0
+    assert rlalgos_here(*args, "--out-dir", tmp_path / "full").returncode == 0
     cut = tmp_path / "cut"
     proc = subprocess.Popen([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args), "--out-dir", str(cut)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -230,7 +251,7 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     killed_at = len((cut / "metrics.jsonl").read_text().splitlines())
     assert 14 <= killed_at < 31
-    done = rlalgos("resume", cut)
+    done = rlalgos_here("resume", cut)
     assert done.returncode == 0, done.stderr[-2000:]
     full, resumed = load_metrics(tmp_path / "full"), load_metrics(cut)
     assert resumed["step"].tolist() == list(range(31))
@@ -299,7 +320,7 @@ def test_compare_jobs_2_gives_the_numbers_of_runs_one_at_a_time(tmp_path, tiny_d
     runs write one after another with 1 thread."""
     args = ["compare", "--algos", "grpo,reinforce", "--seeds", "1", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
             "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress"]
-    assert rlalgos(*args, "--jobs", "1", "--out-dir", tmp_path / "seq").returncode == 0  # OMP_NUM_THREADS=1 in ENV
+    assert rlalgos_here(*args, "--jobs", "1", "--out-dir", tmp_path / "seq").returncode == 0  # one thread, as make test's workers (and ENV) have
     par = rlalgos(*args, "--jobs", "2", "--out-dir", tmp_path / "par")
     assert par.returncode == 0, par.stderr[-2000:]
     for algo in ("grpo", "reinforce"):
