@@ -2,7 +2,7 @@
 
     python docs/make_figures.py [--out docs/figures]
 
-writes failure_chain.png, dataflow.png and token_view.png.
+writes failure_chain.png, dataflow.png, family_tree.png and token_view.png.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def main(argv=None) -> list[Path]:
     figures = {
         "failure_chain": diagrams.failure_chain(),
         "dataflow": diagrams.dataflow(),
+        "family_tree": diagrams.family_tree(),
         "token_view": diagrams.token_view(tokens, adv, mask, rewards,
                                           title="One group, rewards 1, 0, 0: the long wrong answer under the two aggregations"),
     }

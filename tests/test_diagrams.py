@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlalgos.workbook.diagrams import dataflow, failure_chain, token_view, token_view_from_rollout, token_weights
+from rlalgos.workbook.diagrams import dataflow, failure_chain, family_tree, token_view, token_view_from_rollout, token_weights
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +51,18 @@ def test_failure_chain_draws_every_failure_and_every_cut():
 def test_failure_chain_draws_on_a_given_axis():
     fig, ax = plt.subplots(figsize=(10, 5.5))
     assert failure_chain(ax) is fig and len(fig.axes) == 1
+    plt.close(fig)
+
+
+def test_family_tree_places_every_algorithm_and_cites_its_paper():
+    """Every registered algorithm preset has its place in the picture, and every variant its arXiv id."""
+    fig = family_tree()
+    drawn = "\n".join(texts(fig))
+    for label in ("REINFORCE", "PPO", "GRPO", "DAPO", "RLOO", "Dr. GRPO", "GSPO", "dual-clip", "Clip-Cov", "KL-Cov", "CISPO", "SAPO", "TIS", "MIS"):
+        assert label in drawn, label
+    for arxiv in ("1707.06347", "2402.03300", "2503.14476", "2402.14740", "2503.20783", "2507.18071", "1912.09729", "2505.22617", "2506.13585", "2511.20347"):
+        assert arxiv in drawn, arxiv
+    assert overlaps(fig) == []
     plt.close(fig)
 
 
@@ -121,6 +133,6 @@ def test_make_figures_writes_the_pngs(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     written = module.main(["--out", str(tmp_path)])
-    assert sorted(p.name for p in written) == ["dataflow.png", "failure_chain.png", "token_view.png"]
+    assert sorted(p.name for p in written) == ["dataflow.png", "failure_chain.png", "family_tree.png", "token_view.png"]
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000

@@ -3,6 +3,8 @@
 * :func:`failure_chain`: the failures of vanilla GRPO that feed each other, and
   where each of DAPO's tricks cuts the chain.
 * :func:`dataflow`: which models PPO and GRPO run, and what each computes.
+* :func:`family_tree`: the algorithm progression (REINFORCE -> PPO -> GRPO -> DAPO) and
+  where each later variant, loss and the rollout correction sit, with their papers.
 * :func:`token_view`: one batch drawn token by token, each token coloured by its
   weight in the loss under two aggregations (the length dilution made visible).
   :func:`token_weights` computes those weights by autograd through
@@ -141,6 +143,62 @@ def failure_chain(ax=None):
                        Rectangle((0, 0), 1, 1, fc=FILL["effect"], ec=GREY, lw=1.5, label="consequence"),
                        Rectangle((0, 0), 1, 1, fc=VERMILLION, ec=VERMILLION, label="cut by a DAPO trick")],
               loc="lower right", bbox_to_anchor=(1.0, 0.0), fontsize=7.5, frameon=False, ncol=1, handlelength=1.2)
+    return fig
+
+
+# --------------------------------------------------------------------------- #
+# 1b. The family tree: the progression and where each variant sits
+# --------------------------------------------------------------------------- #
+
+TREE_MAIN = (
+    ("REINFORCE", "reward - baseline, x grad log pi;\none on-policy update per batch\nWilliams 1992 · notebook 01"),
+    ("PPO + critic", "GAE from a learned critic;\nclipped ratio, several updates\nSchulman 2017, arXiv:1707.06347 · nb 02"),
+    ("GRPO", "group-normalised reward, no critic;\nk3 KL in the loss\nShao 2024, arXiv:2402.03300 · nb 03"),
+    ("DAPO (improved GRPO)", "dynamic sampling, clip-higher,\ntoken-mean, overlong shaping\nYu 2025, arXiv:2503.14476 · nb 04"),
+)
+TREE_VARIANTS = ("the advantage, the aggregation or the ratio (nb 08)",
+                 "Dr. GRPO: no std, sum / (B·L_max) · arXiv:2503.20783\n"
+                 "GSPO: one ratio per answer, clipped · arXiv:2507.18071\n"
+                 "dual-clip: for A < 0 the loss is at most -A·c · arXiv:1912.09729")
+TREE_LOSSES = ("the clip replaced (loss_mode; nb 09, 10)",
+               "Clip-Cov / KL-Cov: act on high-covariance tokens · arXiv:2505.22617\n"
+               "CISPO: the clipped ratio as a weight, every token keeps\nits gradient · MiniMax-M1, arXiv:2506.13585\n"
+               "SAPO: a smooth gate sigmoid(tau (r - 1)) · arXiv:2511.20347")
+TREE_RLOO = ("RLOO", "leave-one-out baseline\nAhmadian 2024, arXiv:2402.14740 · nb 08")
+TREE_SAMPLES = ("for any algorithm: the sampler is not the trainer (nb 10)",
+                "the engine samples in bf16 / with top-p / with stale weights, the trainer scores in fp32: weigh each token by "
+                "r = pi_trainer / pi_sampler\ntruncated (TIS, Yao et al. 2025: min(r, C)) or masked (MIS: drop tokens or answers "
+                "with r > C) · TRL vllm_importance_sampling_*, verl rollout_correction")
+
+
+def family_tree(ax=None):
+    """The algorithm progression as a picture: REINFORCE -> PPO -> GRPO -> DAPO along the
+    top, each a small diff of the last; RLOO under REINFORCE; under GRPO the variants that
+    change its advantage, aggregation or ratio, and the losses that replace its clip; and
+    along the bottom the rollout correction, which any of them can take. Each entry names
+    its paper and the notebook that measures it.
+    Returns the Figure (``ax``'s figure when given; draw on a ~12 x 6 inch axis).
+    """
+    fig, ax = _canvas(ax, (12, 6), (0, 12), (0, 6))
+    ax.text(6, 5.82, "The algorithms, each a small diff of the last, and where the later ideas sit", ha="center", va="center", fontsize=13, fontweight="bold")
+    xs, w, h, top = (1.5, 4.5, 7.5, 10.5), 2.75, 1.12, 4.85
+    for x, (title, body) in zip(xs, TREE_MAIN):
+        _box(ax, x, top, w, h, title, body, "trained", size=7.5)
+    for a, b in zip(xs, xs[1:]):
+        _arrow(ax, (a + w / 2, top), (b - w / 2, top))
+    mid = 2.85
+    _box(ax, xs[0], mid, w, 0.95, *TREE_RLOO, "function", size=7.5)
+    _arrow(ax, (xs[0], top - h / 2), (xs[0], mid + 0.95 / 2))
+    (va, vb), (la, lb) = TREE_VARIANTS, TREE_LOSSES
+    _box(ax, 5.35, mid, 3.75, 1.45, va, vb, "note", size=7.2)
+    _box(ax, 9.55, mid, 4.45, 1.45, la, lb, "note", size=7.2)
+    _arrow(ax, (xs[2] - 0.35, top - h / 2), (5.9, mid + 1.45 / 2))
+    _arrow(ax, (xs[2] + 0.35, top - h / 2), (9.0, mid + 1.45 / 2))
+    _box(ax, 6, 1.25, 11.4, 0.85, *TREE_SAMPLES, "note", size=7.2)
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, fc=FILL["trained"], ec=BLUE, lw=1.5, label="the four algorithms (rlalgos/algorithms/)"),
+                       Rectangle((0, 0), 1, 1, fc=FILL["function"], ec=GREEN, lw=1.5, label="a preset of one of them"),
+                       Rectangle((0, 0), 1, 1, fc="white", ec=SKY, lw=1.0, ls="--", label="options of an algorithm (presets, loss_mode, rollout_*)")],
+              loc="lower center", bbox_to_anchor=(0.5, 0.02), fontsize=7.5, frameon=False, ncol=3, handlelength=1.2)
     return fig
 
 
