@@ -9,7 +9,7 @@ notebooks/, so this script stages a copy first, laid out as the book is:
 
     docs/*.md          -> STAGE/*.md           (the pages; links are fixed up by docs/book_hooks.py)
     docs/figures/      -> STAGE/figures/
-    notebooks/0*.ipynb -> STAGE/notebooks/     (never executed: the committed outputs are what is shown)
+    notebooks/NN_*.ipynb -> STAGE/notebooks/     (never executed: the committed outputs are what is shown)
     MathJax            -> STAGE/assets/mathjax/ (from the jupyter-server-mathjax package: no CDN)
 
 and then runs mkdocs with mkdocs.yml (strict: any warning fails the build). Two things
@@ -90,7 +90,7 @@ def stage(stage_dir: Path) -> Path:
         shutil.copy2(page, stage_dir / page.name)
     shutil.copytree(ROOT / "docs" / "figures", stage_dir / "figures")
     (stage_dir / "notebooks").mkdir()
-    for nb in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         stage_notebook(nb, stage_dir / "notebooks" / nb.name)
     shutil.copytree(mathjax_dir(), stage_dir / "assets" / "mathjax",
                     ignore=shutil.ignore_patterns("localization", "*.py", "__pycache__"))
@@ -112,7 +112,7 @@ def build(site_dir: Path | str = ROOT / "build" / "book",
     cfg = load_config(str(CONFIG), docs_dir=str(stage_dir), site_dir=str(site_dir), strict=strict)
     mkdocs_build(cfg)
     # the download button serves the notebook as committed (the staged copy's widgets are text)
-    for nb in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         shutil.copy2(nb, site_dir / "notebooks" / nb.name)
     return site_dir
 

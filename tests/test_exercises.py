@@ -16,7 +16,7 @@ def run(values, key="eval_accuracy"):
 
 def test_every_notebook_has_two_to_four_exercises():
     per_nb = pd.Series([k.split(".")[0] for k in EXERCISES]).value_counts()
-    assert sorted(per_nb.index) == ["01", "02", "03", "04", "05", "06", "07", "09"]
+    assert sorted(per_nb.index) == ["01", "02", "03", "04", "05", "06", "07", "09", "10"]
     assert per_nb.between(2, 4).all(), per_nb.to_dict()
 
 
@@ -63,6 +63,7 @@ def test_numeric_answers():
     assert judge("05.1", 8 / 7)[0] and not judge("05.1", 1.0)[0]
     assert judge("09.1", ("fall", "rise"))[0] and not judge("09.1", ("rise", "rise"))[0]
     assert judge("09.2", (0.06, 0.064))[0] and not judge("09.2", (0.05, 0.05))[0]
+    assert judge("10.1", (0.0, 1.2, 0.0, -0.8))[0] and not judge("10.1", (1.2, 1.2, -0.8, -0.8))[0]
     ok, line = judge("05.1", "eight sevenths")
     assert not ok and "ValueError" in line
 

@@ -100,6 +100,7 @@ class Claim:
     model: str = ""
     shared: Mapping = field(default_factory=dict)
     arms: Mapping = field(default_factory=dict)
+    train: Mapping = field(default_factory=dict)  # arm -> TrainConfig settings of that arm alone (e.g. how it samples), on top of ``shared``
     base: str = ""
     expects: tuple[Expect, ...] = ()
     quotes: tuple[Quote, ...] = ()
@@ -118,7 +119,8 @@ class Claim:
         for arm, (algo, options) in self.arms.items():
             for s in seeds:
                 where = (Path(runs_dir) / self.id / arm / f"seed{s}") if runs_dir else ROOT / self.run_dir.format(arm=self.folders.get(arm, arm), seed=s)
-                cfg = TrainConfig(algo=algo, task=self.task, model=self.model, seed=s, out_dir=str(where), progress=False, **{**self.shared, **overrides})
+                cfg = TrainConfig(algo=algo, task=self.task, model=self.model, seed=s, out_dir=str(where), progress=False,
+                                  **{**self.shared, **self.train.get(arm, {}), **overrides})
                 out.append((arm, s, cfg, make_config(algo, **options)))
         return out
 
@@ -180,6 +182,23 @@ NB09_ARMS = {  # rlalgos.workbook.exploration's ARMS and ABLATION_ARMS, as (algo
 
 def _nb09(*arms: str) -> dict:
     return {**NB09, "arms": {a: NB09_ARMS[a] for a in ("vanilla", *arms)}}
+
+
+NB10 = dict(notebook="10_engines.ipynb", task="addition:terms=2-6", run_dir="runs/nb10/{arm}_push/seed{seed}", base="grpo", figure="notebooks/10_engines.ipynb#cell-10",
+            shared=dict(steps=15, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=0, save_every=0))
+_PUSH = dict(lr=3e-4, epochs=2, minibatches=8)  # notebook 08's push, which notebook 10 reuses
+NB10_ARMS = {name: (name, dict(_PUSH)) for name in ("grpo", "cispo", "sapo")}
+NB10_MM = dict(notebook="10_engines.ipynb", task="addition", run_dir="runs/nb10/mismatch/{arm}/seed{seed}", base="fresh", figure="notebooks/10_engines.ipynb#cell-22",
+               shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=200, eval_samples=4, eval_every=0, save_every=0))
+NB10_MM_TRAIN = {"fresh": {}, "bf16": {"rollout_dtype": "bfloat16"}, "stale": {"rollout_sync_every": 4},
+                 "stale_tis": {"rollout_sync_every": 4, "rollout_correction": "token_truncate"}, "stale_mis": {"rollout_sync_every": 4, "rollout_correction": "sequence_mask"}}
+MISMATCH = "the rollout-trainer mismatch (Yao et al. 2025, fengyao.notion.site/off-policy-rl; Liu et al. 2025, richardli.xyz/rl-collapse)"
+
+
+def _mm(*arms: str, base: str = "fresh") -> dict:
+    """Notebook 10's mismatch arms against ``base``: GRPO's defaults, each arm its own sampler and correction (TrainConfig settings)."""
+    names = (base, *arms)
+    return {**NB10_MM, "base": base, "arms": {a: ("grpo", {}) for a in names}, "train": {a: NB10_MM_TRAIN[a] for a in names if NB10_MM_TRAIN[a]}}
 
 
 def _regime(name: str, specs: Mapping[str, str], task: str, steps: int, eval_prompts: int, max_new_tokens: int = 0) -> dict:
@@ -309,7 +328,20 @@ CLAIMS: tuple[Claim, ...] = (
                    Expect("dynamic_only", "eval_pass@4", +1, cell=31, frame=0, tail=1, headline=False),
                    Expect("dynamic_only", "eval_entropy", -1, cell=31, frame=0, tail=1, headline=False))),
     Claim("cispo-sapo-exact", "CISPO and SAPO are what TRL's and verl's cispo / sapo compute", "CISPO (MiniMax-M1, arXiv:2506.13585); SAPO (arXiv:2511.20347)", "exact",
-          "exact to rtol 1e-6; no end-to-end comparison yet", test="tests/test_loss_modes.py::test_loss_and_gradient_equal_verl"),
+          "exact to rtol 1e-6; end to end: cispo-push and sapo-push", test="tests/test_loss_modes.py::test_loss_and_gradient_equal_verl"),
+    Claim("cispo-push", "Keeping the gradient of every token the hard clip silences (CISPO) learns better where the clip binds", "CISPO (MiniMax-M1, arXiv:2506.13585)", "end-to-end",
+          "not shown: where the clip binds, CISPO drifted about twice as far from the sampling policy and ended further from the reference, without learning better", **{**NB10, "arms": {a: NB10_ARMS[a] for a in ("grpo", "cispo")}},
+          expects=(Expect("cispo", "eval_accuracy", +1), Expect("cispo", "approx_kl", +1, headline=False), Expect("cispo", "eval_entropy", +1, headline=False))),
+    Claim("sapo-push", "A soft gate on the ratio (SAPO) learns better than the hard clip where the clip binds", "SAPO (Gao et al. 2025, arXiv:2511.20347)", "end-to-end",
+          "the opposite, by a hair: SAPO ended slightly below GRPO and a little further from the reference", **{**NB10, "arms": {a: NB10_ARMS[a] for a in ("grpo", "sapo")}},
+          expects=(Expect("sapo", "eval_accuracy", +1), Expect("sapo", "approx_kl", -1, headline=False), Expect("sapo", "eval_entropy", +1, headline=False))),
+    Claim("bf16-mismatch", "Sampling in bf16 for an fp32 trainer (the engines' setup) makes training off-policy enough to change learning", MISMATCH, "end-to-end",
+          "not at this scale: the bf16 gap is a few thousandths of a nat per token and no ratio leaves [1/2, 2]", **_mm("bf16"), expects=(Expect("bf16", "eval_accuracy", -1),)),
+    Claim("stale-sampler", "A sampler several updates behind the trainer (asynchronous engines) changes learning", MISMATCH, "end-to-end",
+          "not at this scale: even three updates stale, few ratios pass 2 and accuracy stays within the noise", **_mm("stale"), expects=(Expect("stale", "eval_accuracy", -1), Expect("stale", "eval_entropy", -1, headline=False))),
+    Claim("rollout-correction", "Truncated (TIS) or masked (MIS) importance weights recover what a mismatched sampler costs", MISMATCH, "end-to-end",
+          "not at this scale: both act as designed (TIS truncates a few tokens, masking drops a few answers), with nothing to recover", **_mm("stale_tis", "stale_mis", base="stale"),
+          expects=(Expect("stale_tis", "eval_accuracy", +1), Expect("stale_mis", "eval_accuracy", +1))),
     Claim("kl-penalty-drift", "A KL penalty keeps the policy near the reference; too strong a penalty slows learning", GRPO_PAPER, "end-to-end",
           "reproduced for drift (the coefficient sets how far the policy moves: KL, entropy, length); not at this scale for accuracy", **_nb04("kl_off", "kl_0.4", cell=58),
           expects=(Expect("kl_off", "kl", +1), Expect("kl_0.4", "kl", -1), Expect("kl_0.4", "eval_entropy", +1, headline=False),
@@ -606,7 +638,7 @@ def extract_published(claim: Claim) -> dict:
 
 def _record(claim: Claim, effects: list[dict], quotes: list[dict], numbers_from: str) -> dict:
     return {"id": claim.id, "statement": claim.statement, "origin": claim.origin, "kind": claim.kind, "verdict": claim_verdict(effects, claim.stated, claim.kind),
-            "seeds": list(claim.seeds), "regime": regime_text(claim), "arms": {a: [algo, dict(o)] for a, (algo, o) in claim.arms.items()}, "base": claim.base,
+            "seeds": list(claim.seeds), "regime": regime_text(claim), "arms": {a: [algo, dict(o), *([dict(claim.train[a])] if a in claim.train else [])] for a, (algo, o) in claim.arms.items()}, "base": claim.base,
             "figure": claim.figure, "notebook": f"notebooks/{claim.notebook}" if claim.notebook else "", "runs": claim.run_dir, "test": claim.test,
             "reading": claim.reading, "numbers_from": numbers_from, "effects": effects, "quotes": quotes}
 
@@ -773,7 +805,8 @@ def render_page(records: Mapping[str, dict]) -> str:
                 f"- from: {r['origin']}", f"- kind: {r['kind']}; verdict: **{r['verdict']}**"]
         if r["regime"]:
             out.append(f"- regime: {r['regime']}")
-            out.append("- arms: " + "; ".join(f"`{a}` = {algo} {json.dumps(o) if o else '(defaults)'}" + (" (base)" if a == r["base"] else "") for a, (algo, o) in r["arms"].items()))
+            out.append("- arms: " + "; ".join(f"`{a}` = {algo} {json.dumps(o) if o else '(defaults)'}" + (f", run with {json.dumps(t[0])}" if t else "") + (" (base)" if a == r["base"] else "")
+                                              for a, (algo, o, *t) in r["arms"].items()))
         if r["kind"] != "exact":
             out.append(f"- seeds: {_seeds(r['seeds'])}")
         if r["test"]:

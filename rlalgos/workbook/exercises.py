@@ -1,6 +1,6 @@
 """Exercises that check themselves.
 
-Every notebook from 01 to 07 has a few exercises. Each is either a small piece
+Notebooks 01 to 07, 09 and 10 have a few exercises each. Each is either a small piece
 of code to write (a function the package already has, so the check compares
 yours with it on fixed inputs) or a prediction about a run the notebook just
 made (the check compares your answer with *that run's* measurements, so the
@@ -444,3 +444,35 @@ def _rare_rise(answer):
 @exercise("09.3", "did clip-higher grow the rare strategy?", "compare clip_higher with vanilla on eval_scratchpad_frac/hard, paired by seed; 'noise' if the interval contains 0")
 def _clip_higher_share(answer, runs):
     return _which_higher(answer, runs, "vanilla", "clip_higher", "eval_scratchpad_frac/hard")
+
+
+# --------------------------------------------------------------------------- #
+# 10 · What the engines do now
+# --------------------------------------------------------------------------- #
+
+
+def gradient_weight(loss_fn: Callable, ratio: float, advantage: float, **kwargs) -> float:
+    """``-d loss / d logp`` of one token at ``ratio`` and ``advantage`` through ``loss_fn``
+    (:func:`rlalgos.core.policy_loss`, :func:`~rlalgos.core.cispo_loss`, :func:`~rlalgos.core.sapo_loss`):
+    the factor by which that token's log-prob is pushed (REINFORCE's is the advantage itself)."""
+    logp = torch.tensor([[float(torch.tensor(ratio).log())]], dtype=torch.float64, requires_grad=True)
+    loss, _ = loss_fn(logp, torch.zeros(1, 1, dtype=torch.float64), torch.tensor([[advantage]], dtype=torch.float64), torch.ones(1, 1), **kwargs)
+    loss.backward()
+    return -logp.grad.item() + 0.0  # + 0.0: a zero weight prints as 0.0, not -0.0
+
+
+@exercise("10.1", "what the hard clip and CISPO do to a token that has moved", "inside [0.8, 1.2] the weight is r x A (PPO) or r x A (CISPO); outside, on the side A pushes toward, PPO's clipped term is a constant (weight 0) while CISPO's weight is the bound times A")
+def _cispo_weight(answer):
+    want = torch.tensor([gradient_weight(core.policy_loss, 1.5, 1.0), gradient_weight(core.cispo_loss, 1.5, 1.0),
+                         gradient_weight(core.policy_loss, 0.5, -1.0), gradient_weight(core.cispo_loss, 0.5, -1.0)])
+    return _same(answer, want, "(PPO, CISPO) at r = 1.5, A = +1, then (PPO, CISPO) at r = 0.5, A = -1, clip 0.2 each side")
+
+
+@exercise("10.2", "did CISPO beat the hard clip under the push?", "compare cispo with grpo on eval_accuracy, paired by seed; 'noise' if the interval contains 0")
+def _cispo_push(answer, runs):
+    return _which_higher(answer, runs, "grpo", "cispo", "eval_accuracy")
+
+
+@exercise("10.3", "did the truncated importance weight recover what the stale sampler cost?", "compare stale_tis with stale on eval_accuracy, paired by seed; 'noise' if the interval contains 0")
+def _tis_recovers(answer, runs):
+    return _which_higher(answer, runs, "stale", "stale_tis", "eval_accuracy")

@@ -22,7 +22,7 @@ import nbformat
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """The repository's notebooks (a checkout or an editable install; a wheel ships none)."""
 
-NOTEBOOKS = "0*.ipynb"
+NOTEBOOKS = "[0-9][0-9]_*.ipynb"
 
 # The exercises' introduction points at the solution cells; the edition has none.
 SOLUTION_SENTENCE = "The collapsed cell after each exercise (**Solution**, click to open) is a worked solution; try first."
@@ -67,7 +67,7 @@ def student_notebook(nb) -> nbformat.NotebookNode:
 
 
 def write_student_edition(out_dir: str | Path, notebooks_dir: str | Path = NOTEBOOKS_DIR, overwrite: bool = False) -> list[Path]:
-    """Write the student version of every ``notebooks_dir/0*.ipynb`` into ``out_dir``; the paths written.
+    """Write the student version of every ``notebooks_dir/NN_*.ipynb`` into ``out_dir``; the paths written.
 
     ``out_dir`` must be new or empty; with ``overwrite`` an existing one is used and
     only the notebook files written here are replaced (nothing else in it is touched).
