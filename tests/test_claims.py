@@ -98,3 +98,26 @@ def test_cli_list_prints_every_claim(capsys):
     assert main(["claims", "list"]) == 0
     out = capsys.readouterr().out
     assert all(c.id in out for c in claims.CLAIMS)
+
+
+def test_full_mode_minutes_are_the_committed_runs_own():
+    """README's and the book's "fast / full" minutes: for a notebook without a star, the full number is the
+    committed run's wall time, first cell to last, from the cells' execution timestamps (within 0.15 min)."""
+    import datetime
+    import re
+
+    def wall_minutes(path) -> float:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        marks = [c["metadata"].get("execution", {}) for c in cells if c["cell_type"] == "code"]
+        start = min(m["iopub.execute_input"] for m in marks if "iopub.execute_input" in m)
+        end = max(m["shell.execute_reply"] for m in marks if "shell.execute_reply" in m)
+        at = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+        return (at(end) - at(start)).total_seconds() / 60
+
+    for page in (claims.README, claims.ROOT / "docs" / "index.md"):
+        rows = re.findall(r"^\| \[`(\d\d_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|", page.read_text(encoding="utf-8"), re.M)
+        assert len(rows) == len(list((claims.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))), page
+        for name, full, star in rows:
+            if not star:
+                got = wall_minutes(claims.ROOT / "notebooks" / f"{name}.ipynb")
+                assert abs(got - float(full)) <= 0.15, f"{page.name}: {name} says {full} min, its committed run took {got:.1f}"

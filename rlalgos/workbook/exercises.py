@@ -361,7 +361,7 @@ def _zero_std(fn):
 # three symptom patterns, written by hand for the quiz (not measured runs)
 SYMPTOMS = {
     "X": "reward_mean climbs steadily; eval_accuracy falls; completions get shorter and the samples stop containing the answer",
-    "Y": "within 3 steps reward_mean and eval_accuracy drop to ~0, grad_norm spikes, entropy falls to ~0.01 and kl jumps",
+    "Y": "within 3 steps reward_mean and eval_accuracy drop to ~0, kl jumps by orders of magnitude, entropy rises and zero_std_frac goes to 1",
     "Z": "completion_len climbs to max_new_tokens; truncated_frac rises toward 1; eval_accuracy falls",
 }
 _DIAGNOSES = {"X": "reward hacking", "Y": "step too large", "Z": "length runaway"}
