@@ -44,24 +44,7 @@ from rlalgos.workbook.plots import plot_runs
 from rlalgos.workbook.stats import effect_table
 from rlalgos.tools.sweep import run_many
 from rlalgos.train import TrainConfig, load_metrics
-
-GRPO_VALUES = "clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0.04"
-REGIMES = {
-    "zero_signal": dict(
-        task="addition:terms=2-6", max_new_tokens=0, steps=40, eval_prompts=200, seeds="0,1,2,3,4,5", extra=["zero_std_frac", "completion_len"],
-        arms={"grpo": "grpo:minibatches=4", "dapo": "dapo:minibatches=4"}),
-    "entropy_push": dict(
-        task="addition", max_new_tokens=0, steps=60, eval_prompts=100, seeds="0,1,2,3,4,5", extra=["eval_entropy", "clip_frac_high"],
-        arms={"grpo": "grpo:lr=2e-4:kl_coef=0:minibatches=4",
-              "clip_higher": "dapo:lr=2e-4:minibatches=4:clip_high=0.28:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
-              "dynamic_sampling": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=resample:overlong_penalty=False:kl_coef=0",
-              "token_mean": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
-              "dapo": "dapo:lr=2e-4:minibatches=4"}),
-    "truncation": dict(
-        task="addition:terms=3-4", max_new_tokens=24, steps=40, eval_prompts=100, seeds="0,1,2", extra=["completion_len", "truncated_frac"],
-        arms={"grpo": "grpo:minibatches=4", "overlong_filter": f"dapo:{GRPO_VALUES}:overlong_filter=True:minibatches=4",
-              "dapo": "dapo:minibatches=4:overlong_filter=True"}),
-}
+from rlalgos.workbook.claims import REGIMES  # the regimes live in the registry, beside the claims they measure
 
 
 def config_for(regime: dict, spec: str, seed: int, out_dir: Path, args) -> TrainConfig:

@@ -16,7 +16,8 @@ never typed, and ``docs/claims.md`` and README.md's summary are generated from t
 by :func:`report`. ``rlalgos claims list | run ID | report`` is the command line;
 :func:`list_claims`, :func:`run_claim` and :func:`report` the same in Python.
 
-Nothing imports this module except the CLI and the tests.
+Nothing imports this module except the CLI, the tests and ``benchmarks/regimes.py``, whose
+regimes (:data:`REGIMES`) live here, in one home with the claims they measure.
 """
 
 from __future__ import annotations
@@ -201,12 +202,35 @@ def _mm(*arms: str, base: str = "fresh") -> dict:
     return {**NB10_MM, "base": base, "arms": {a: ("grpo", {}) for a in names}, "train": {a: NB10_MM_TRAIN[a] for a in names if NB10_MM_TRAIN[a]}}
 
 
-def _regime(name: str, specs: Mapping[str, str], task: str, steps: int, eval_prompts: int, max_new_tokens: int = 0) -> dict:
-    """benchmarks/regimes.py's regime ``name``: its arms as specs, its run folders."""
-    return dict(notebook="", task=task, base="grpo", figure=f"docs/figures/regime_{name}.png",
+GRPO_VALUES = "clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0.04"
+"""A dapo spec's switches set back to vanilla GRPO's values (add one back to study it alone)."""
+REGIMES = {
+    "zero_signal": dict(
+        task="addition:terms=2-6", max_new_tokens=0, steps=40, eval_prompts=200, seeds="0,1,2,3,4,5", extra=["zero_std_frac", "completion_len"],
+        arms={"grpo": "grpo:minibatches=4", "dapo": "dapo:minibatches=4"}),
+    "entropy_push": dict(
+        task="addition", max_new_tokens=0, steps=60, eval_prompts=100, seeds="0,1,2,3,4,5", extra=["eval_entropy", "clip_frac_high"],
+        arms={"grpo": "grpo:lr=2e-4:kl_coef=0:minibatches=4",
+              "clip_higher": "dapo:lr=2e-4:minibatches=4:clip_high=0.28:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
+              "dynamic_sampling": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=resample:overlong_penalty=False:kl_coef=0",
+              "token_mean": "dapo:lr=2e-4:minibatches=4:clip_high=0.2:loss_agg=token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
+              "dapo": "dapo:lr=2e-4:minibatches=4"}),
+    "truncation": dict(
+        task="addition:terms=3-4", max_new_tokens=24, steps=40, eval_prompts=100, seeds="0,1,2", extra=["completion_len", "truncated_frac"],
+        arms={"grpo": "grpo:minibatches=4", "overlong_filter": f"dapo:{GRPO_VALUES}:overlong_filter=True:minibatches=4",
+              "dapo": "dapo:minibatches=4:overlong_filter=True"}),
+}
+"""The regimes of ``benchmarks/regimes.py`` (which reads them from here): a task setting where one
+failure of vanilla GRPO is present, its arms as algorithm specs, its seeds and extra metrics."""
+
+
+def _regime(name: str) -> dict:
+    """The claim fields of :data:`REGIMES` ``[name]``: its arms as specs, its seeds, the benchmark's run folders."""
+    r = REGIMES[name]
+    return dict(notebook="", task=r["task"], base="grpo", figure=f"docs/figures/regime_{name}.png", seeds=tuple(int(x) for x in r["seeds"].split(",")),
                 run_dir=f"runs/bench/regimes/{name}/" + "{arm}_s{seed}",
-                shared=dict(steps=steps, prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=eval_prompts, eval_samples=4, max_new_tokens=max_new_tokens),
-                **_spec_arms(specs))
+                shared=dict(steps=r["steps"], prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=r["eval_prompts"], eval_samples=4, max_new_tokens=r["max_new_tokens"]),
+                **_spec_arms(r["arms"]))
 
 
 def _spec_arms(specs: Mapping[str, str]) -> dict:
@@ -214,14 +238,6 @@ def _spec_arms(specs: Mapping[str, str]) -> dict:
     from ..config import parse_algo_spec
 
     return {"arms": {label: parse_algo_spec(spec) for label, spec in specs.items()}, "folders": {label: spec.replace(":", "-") for label, spec in specs.items()}}
-
-
-_EP = "lr=2e-4:minibatches=4"
-_EP_OFF = "loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0"
-ENTROPY_PUSH = {"grpo": "grpo:lr=2e-4:kl_coef=0:minibatches=4", "clip_higher": f"dapo:{_EP}:clip_high=0.28:{_EP_OFF}",
-                "dynamic_sampling": f"dapo:{_EP}:clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=resample:overlong_penalty=False:kl_coef=0",
-                "token_mean": f"dapo:{_EP}:clip_high=0.2:loss_agg=token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0",
-                "dapo": f"dapo:{_EP}"}
 
 
 # --------------------------------------------------------------------------- #
@@ -371,12 +387,12 @@ CLAIMS: tuple[Claim, ...] = (
           expects=(Expect("dapo", "eval_accuracy", +1), Expect("dapo", "eval_entropy", -1, headline=False))),
     Claim("dapo-zero-signal", "... in a regime made for dynamic sampling (many all-wrong groups)", DAPO, "end-to-end", "not at this scale",
           stated="within noise (no committed printout of the interval)",
-          **_regime("zero_signal", {"grpo": "grpo:minibatches=4", "dapo": "dapo:minibatches=4"}, "addition:terms=2-6", 40, 200), seeds=(0, 1, 2, 3, 4, 5),
+          **_regime("zero_signal"),
           expects=(Expect("dapo", "eval_accuracy", +1),),
           quotes=(Quote("the zero-signal regime it is 1.04", file=SPEED),)),
     Claim("dapo-entropy-push", "... in a regime that pushes the policy hard, improved GRPO beats vanilla, and dynamic sampling carries the gain", DAPO, "end-to-end",
           "reproduced: improved GRPO beats vanilla beyond the seed spread on final sampled accuracy, by stability rather than speed, and the gain comes from dynamic sampling; not from clip-higher and not from keeping entropy up",
-          **_regime("entropy_push", ENTROPY_PUSH, "addition", 60, 100), seeds=(0, 1, 2, 3, 4, 5),
+          **_regime("entropy_push"),
           expects=(Expect("dapo", "eval_accuracy", +1), Expect("dynamic_sampling", "eval_accuracy", +1, headline=False),
                    Expect("clip_higher", "eval_accuracy", +1, headline=False), Expect("token_mean", "eval_accuracy", +1, headline=False)),
           quotes=(Quote("paired +7.7 points (95% CI +1.9..+13.5, 6 of 6 seeds), and dynamic sampling", file=SPEED, arm="dapo", metric="eval_accuracy (points)", direction=+1,
@@ -387,8 +403,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("dapo-truncation", "... in a regime that truncates correct reasoning, overlong shaping helps", DAPO, "end-to-end",
           "the opposite of the claim, shown: with overlong_buffer 8 at a 24-token budget the penalty starts below every scratchpad, so it pays the model to stop showing its working",
           stated="opposite (no committed printout of the interval)",
-          **_regime("truncation", {"grpo": "grpo:minibatches=4", "overlong_filter": "dapo:clip_high=0.2:loss_agg=seq-mean-token-mean:dynamic_sampling=off:overlong_penalty=False:kl_coef=0.04:overlong_filter=True:minibatches=4",
-                                   "dapo": "dapo:minibatches=4:overlong_filter=True"}, "addition:terms=3-4", 40, 100, max_new_tokens=24),
+          **_regime("truncation"),
           expects=(Expect("dapo", "eval_accuracy", +1), Expect("overlong_filter", "eval_accuracy", +1, headline=False)),
           quotes=(Quote("reaches the target, because its overlong penalty teaches it to drop the working.", file=SPEED),)),
     Claim("reward-hacking", "A reward that pays for something other than correctness gets gamed: reward up, accuracy down", "reward over-optimisation (Gao et al. 2022, arXiv:2210.10760)",
