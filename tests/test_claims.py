@@ -121,3 +121,61 @@ def test_full_mode_minutes_are_the_committed_runs_own():
             if not star:
                 got = wall_minutes(claims.ROOT / "notebooks" / f"{name}.ipynb")
                 assert abs(got - float(full)) <= 0.15, f"{page.name}: {name} says {full} min, its committed run took {got:.1f}"
+
+
+class _Captured(Exception):
+    pass
+
+
+def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
+    """The runs a notebook's full mode trains, as {resolved run folder: (TrainConfig, algo config)}: its settings,
+    imports and job cells executed with ``run_many`` / ``run_or_reuse`` replaced by a stub that records the
+    runs and stops (nothing is trained)."""
+    import os
+
+    monkeypatch.delenv("RLALGOS_FAST", raising=False)
+    monkeypatch.chdir(claims.NOTEBOOKS)
+    nb = json.loads((claims.NOTEBOOKS / notebook).read_text(encoding="utf-8"))
+    seen: dict = {}
+
+    def stub(runs, *args, **kwargs):
+        for cfg, algo_cfg in runs:
+            seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+        raise _Captured
+
+    g = {"display": lambda *a, **k: None}
+    for i in cells:
+        src = "".join(nb["cells"][i]["source"])
+        g.update(run_many=stub, run_or_reuse=stub)
+        try:
+            exec(compile(src, f"{notebook}[{i}]", "exec"), g)
+        except _Captured:
+            pass
+        g.update(run_many=stub, run_or_reuse=stub)  # after an imports cell has bound the real ones
+    return seen
+
+
+@pytest.mark.parametrize("notebook, cells", [("04_improved_grpo.ipynb", [1, 2, 16, 48]), ("08_after_dapo.ipynb", [1, 2, 12]),
+                                             ("10_engines.ipynb", [1, 2, 9, 21])])
+def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
+    """Every claim measured in these notebooks names exactly the runs the notebook trains: the same folder, the same
+    TrainConfig (all but out_dir / overwrite / progress) and the same algorithm config. So `claims run` on the
+    published seeds reads the notebook's own runs back, and a change of either side fails here."""
+    from dataclasses import asdict
+
+    from rlalgos.workbook.exploration import IGNORED
+
+    import os
+
+    jobs = notebook_jobs(notebook, cells, monkeypatch)
+    assert jobs, f"{notebook}: no runs captured"
+    mine = [c for c in claims.CLAIMS if c.notebook == notebook and c.arms]
+    assert mine, notebook
+    for claim in mine:
+        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+            key = os.path.normpath(cfg.out_dir)
+            assert key in jobs, f"{claim.id}: {arm} seed {seed} ({key}) is not a run of {notebook}"
+            nb_cfg, nb_algo = jobs[key]
+            strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
+            assert strip(cfg) == strip(nb_cfg), f"{claim.id}: {arm} seed {seed}: TrainConfig differs from {notebook}'s"
+            assert asdict(algo_cfg) == asdict(nb_algo) and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from {notebook}'s"
