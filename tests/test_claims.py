@@ -156,7 +156,7 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
 
 
 @pytest.mark.parametrize("notebook, cells", [("04_improved_grpo.ipynb", [1, 2, 16, 48]), ("08_after_dapo.ipynb", [1, 2, 12]),
-                                             ("10_engines.ipynb", [1, 2, 9, 21])])
+                                             ("07_reward_model.ipynb", [1, 2, 10]), ("10_engines.ipynb", [1, 2, 9, 21])])
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
     """Every claim measured in these notebooks names exactly the runs the notebook trains: the same folder, the same
     TrainConfig (all but out_dir / overwrite / progress) and the same algorithm config. So `claims run` on the

@@ -442,6 +442,7 @@ CLAIMS: tuple[Claim, ...] = (
           notebook="07_reward_model.ipynb", figure="notebooks/07_reward_model.ipynb#cell-11", task="addition", base="rmonly", run_dir="runs/nb07/{arm}/seed{seed}",
           shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=200, eval_samples=4, reward_model=str(ROOT / "data" / "reward_model")),
           arms={"rmonly": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}), "rm_KL": ("grpo", {"kl_coef": 0.2, "lr": 3e-4}), "rm_rule": ("grpo", {"kl_coef": 0.0, "lr": 3e-4})},
+          train={"rmonly": {"rule_weight": 0.0}, "rm_KL": {"rule_weight": 0.0}, "rm_rule": {"rule_weight": 1.0, "rm_weight": 0.5}},
           names={"rmonly": "rm only", "rm_KL": "rm + KL", "rm_rule": "rm + rule"},
           expects=(Expect("rm_KL", "eval_accuracy", +1), Expect("rm_rule", "eval_accuracy", +1)),
           quotes=(Quote("rm only    proxy reward/rm +0.257 -> +1.538 (sd 0.308); eval accuracy 0.384 -> 0.084 (sd 0.071); kl 0.605 (sd 0.336)"),)),
