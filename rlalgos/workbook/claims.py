@@ -583,13 +583,14 @@ def effect_frame(text: str) -> dict[tuple[str, str], dict]:
     return rows
 
 
-def _find_quote(claim: Claim, quote: Quote) -> str:
-    """Where ``quote.line`` is printed: "notebook NN cell K" or the committed file; ValueError if nowhere."""
+def _find_quote(claim: Claim, quote: Quote, outputs: Mapping[int, list[str]]) -> str:
+    """Where ``quote.line`` is printed: "notebook NN cell K" (``outputs``: the claim notebook's
+    :func:`cell_outputs`) or the committed file; ValueError if nowhere."""
     if quote.file:
         if quote.line in (ROOT / quote.file).read_text(encoding="utf-8"):
             return quote.file
         raise ValueError(f"claim {claim.id}: the line {quote.line!r} is no longer in {quote.file}")
-    for i, texts in cell_outputs(claim.notebook).items():
+    for i, texts in outputs.items():
         if any(quote.line in t for t in texts):
             return f"notebook {claim.notebook[:2]} cell {i}"
     raise ValueError(f"claim {claim.id}: the line {quote.line!r} is no longer in the committed output of notebooks/{claim.notebook}")
@@ -634,7 +635,7 @@ def extract_published(claim: Claim) -> dict:
         effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, h["arm_mean"], h["base_mean"], h["diff"], h["ci_low"], h["ci_high"],
                                seeds[: h["seeds"]] if len(seeds) >= h["seeds"] else seeds, f"notebook {claim.notebook[:2]} cell {i}", h["line"]))
     for q in claim.quotes:
-        source = _find_quote(claim, q)
+        source = _find_quote(claim, q, outputs)
         quotes.append({"source": source, "line": q.line})
         if q.arm:
             m = re.search(q.pattern, q.line)
