@@ -32,15 +32,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
-def run_case(algo: str, steps: int, prompts: int, seed: int, threads: int, out_dir: str) -> dict:
+def run_case(algo: str, steps: int, prompts: int, seed: int, threads: int, out_dir: str, eval_every: int = 0) -> dict:
     import torch
 
     torch.set_num_threads(threads)
     from learning_cases import run_learning_case
 
-    before, after, seconds = run_learning_case(algo, steps, prompts, seed, Path(out_dir) / f"{algo}_p{prompts}_s{seed}")
+    run_dir = Path(out_dir) / f"{algo}_p{prompts}_t{steps}_s{seed}"
+    before, after, seconds = run_learning_case(algo, steps, prompts, seed, run_dir, eval_every=eval_every)
+    from rlalgos.train import load_metrics
+
+    ev = load_metrics(run_dir).dropna(subset=["eval_accuracy"])  # with --eval-every: the gain at each evaluated step
     return {"measure": "learning_test_run", "algo": algo, "steps": steps, "prompts": prompts, "seed": seed, "threads": threads,
-            "before": round(before, 4), "after": round(after, 4), "gain": round(after - before, 4), "train_seconds": round(seconds, 1)}
+            "before": round(before, 4), "after": round(after, 4), "gain": round(after - before, 4), "train_seconds": round(seconds, 1),
+            "gain_at": {int(r.step): round(r.eval_accuracy - before, 4) for r in ev.itertuples() if r.step > 0}}
 
 
 def main() -> None:
@@ -51,14 +56,17 @@ def main() -> None:
     p.add_argument("--seeds", default="0,1,2,3,4,5")
     p.add_argument("--jobs", type=int, default=2, help="worker processes, each with cores // jobs threads")
     p.add_argument("--prompts", type=int, default=0, help="prompts per step for every case (0 = each case's own)")
+    p.add_argument("--steps", default="", help="steps per case instead of the tests', e.g. grpo=20,ppo=6 (to size shorter cases)")
+    p.add_argument("--eval-every", type=int, default=0, help="evaluate in between too: each run's line then has its gain at every evaluated step")
     p.add_argument("--out-dir", default="runs/bench/learning_spread")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    cases = [c for c in CASES if c[0] in args.algos.split(",")]
+    steps_for = {a: int(n) for a, n in (kv.split("=") for kv in args.steps.split(",") if kv)}
+    cases = [(a, steps_for.get(a, n), pr, t) for a, n, pr, t in CASES if a in args.algos.split(",")]
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     gains: dict[str, list[float]] = {}
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_case, algo, steps, args.prompts or prompts, seed, threads, args.out_dir) for algo, steps, prompts, _ in cases for seed in seeds]
+        futures = [pool.submit(run_case, algo, steps, args.prompts or prompts, seed, threads, args.out_dir, args.eval_every) for algo, steps, prompts, _ in cases for seed in seeds]
         for f in as_completed(futures):
             row = f.result()
             gains.setdefault(row["algo"], []).append(row["gain"])

@@ -3,6 +3,11 @@ single-process references it compares with).
 
     python -m torch.distributed.run --standalone --nproc_per_node 2 tests/dist_worker.py grads OUT
     python -m torch.distributed.run --standalone --nproc_per_node 2 tests/dist_worker.py train OUT MODEL
+    python -m torch.distributed.run --standalone --nproc_per_node 2 tests/dist_worker.py learn OUT MODEL STEPS LR SEED
+    python -m torch.distributed.run --standalone --nproc_per_node 2 tests/dist_worker.py all OUT MODEL   # the three, in one launch
+
+The tests use ``all``: one launch, so the launcher and both workers start once (each start loads
+torch and transformers, ~10 s of CPU) instead of three times.
 """
 
 from __future__ import annotations
@@ -110,6 +115,9 @@ def run_train(out: Path, model: str) -> None:
     resume(out / "cut", steps=4)
 
 
+LEARN = ("15", "3e-4", "0")  # the learning check's steps, lr and seed (test_two_processes_learn sizes its threshold for these)
+
+
 def run_learn(out: Path, model: str, steps: str, lr: str, seed: str) -> None:
     """GRPO from the shipped model on 16 fixed training prompts, all of them every step (x 8 answers)."""
     from dataclasses import replace
@@ -128,5 +136,7 @@ def run_learn(out: Path, model: str, steps: str, lr: str, seed: str) -> None:
 if __name__ == "__main__":
     distributed.setup("cpu", 2)
     what, out = sys.argv[1], Path(sys.argv[2])
-    {"grads": lambda: run_grads(out), "train": lambda: run_train(out, sys.argv[3]), "learn": lambda: run_learn(out, *sys.argv[3:])}[what]()
+    jobs = {"grads": lambda: run_grads(out), "train": lambda: run_train(out, sys.argv[3]), "learn": lambda: run_learn(out, *sys.argv[3:])}
+    jobs["all"] = lambda: (run_grads(out), run_train(out, sys.argv[3]), run_learn(out, sys.argv[3], *LEARN))
+    jobs[what]()
     (out / f"done-{distributed.rank()}.json").write_text(json.dumps({"world": distributed.world_size()}))

@@ -30,6 +30,20 @@ fewer steps instead: 10 (mean gain .106, 92% of the 16-step .115; sd .014 agains
 across seeds stands in for the spread across CPU models and thread counts, which moves
 single runs as much (ppo at seed 0 gained +.145 in the README's earlier 2-thread run of
 the 20-step case; the 1-thread sweep gave +.084).
+
+Shorter cases, measured and rejected (2026-12-01, seeds 0-5, one thread, two runs side by side:
+``benchmarks/learning_test_spread.py --steps reinforce=20,grpo=20,dapo=20,ppo=6 --eval-every 10``),
+to bring ``make test`` nearer 15 minutes: they would have saved ~140 s of CPU, but every
+mean - 3 sd falls to .003-.025, too near zero for a pass to show learning:
+
+| algorithm | steps | gains over seeds 0-5 | mean | sd | mean - 3 sd |
+|---|---|---|---|---|---|
+| reinforce | 20 | .085 .053 .091 .059 .036 .081 | .068 | .022 | .003 |
+| ppo (32 x 8) | 6 | .093 .064 .081 .101 .041 .108 | .081 | .025 | .006 |
+| grpo | 20 | .108 .063 .113 .085 .059 .128 | .092 | .028 | .008 |
+| dapo | 20 | .100 .080 .098 .065 .071 .123 | .089 | .021 | .025 |
+
+(at 10 steps the 16 x 8 cases gained .008-.088, from the evaluation in between).
 """
 
 from __future__ import annotations
@@ -46,14 +60,16 @@ CASES = [
 TEST_SEEDS = (0,)
 
 
-def run_learning_case(algo: str, steps: int, prompts: int, seed: int, out_dir: Path) -> tuple[float, float, float]:
+def run_learning_case(algo: str, steps: int, prompts: int, seed: int, out_dir: Path, eval_every: int = 0) -> tuple[float, float, float]:
     """Train ``algo`` from the shipped base model (``prompts`` prompts x 8 answers per
     step, otherwise its defaults) and return (sampled test accuracy before, after,
-    training seconds), on 200 test prompts x 4 samples."""
+    training seconds), on 200 test prompts x 4 samples. ``eval_every``: evaluate in between
+    too (the spread benchmark reads shorter cases off one run; evaluation never changes the
+    training run's random numbers)."""
     from rlalgos.config import TrainConfig, make_config
     from rlalgos.train import train
 
-    cfg = TrainConfig(algo=algo, steps=steps, prompts_per_step=prompts, eval_every=0, eval_prompts=200, eval_samples=4, seed=seed, out_dir=str(out_dir),
+    cfg = TrainConfig(algo=algo, steps=steps, prompts_per_step=prompts, eval_every=eval_every, eval_prompts=200, eval_samples=4, seed=seed, out_dir=str(out_dir),
                       progress=False, save_every=0, overwrite=True)
     df = train(cfg, make_config(algo))
     ev = df.dropna(subset=["eval_accuracy"])

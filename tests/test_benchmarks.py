@@ -1,24 +1,48 @@
 """Every benchmark runs from its one command and prints JSON lines that make sense
-(tiny settings: these check the scripts, not the speed)."""
+(tiny settings: these check the scripts, not the speed).
 
+Each script runs as ``__main__`` in this process (``runpy``, with its own ``sys.argv``, working
+folder and stdout), not in a new interpreter: a start loads torch and transformers, ~10 s of
+CPU, longer than most of these runs. ``memory.py`` still starts its own child per measurement
+(a peak is a process's own); ``step_throughput.py`` measures its one algorithm here (``--algo``,
+the mode its per-algorithm children run in)."""
+
+import contextlib
+import io
 import json
-import subprocess
+import os
+import runpy
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
 
 
 def run(script: str, *args: str, tmp_path: Path | None = None) -> list[dict]:
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path or ROOT, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    """The JSON lines ``python benchmarks/<script> <args>`` prints, run from ``tmp_path`` (else the repository root)."""
+    out, argv, cwd, threads = io.StringIO(), sys.argv, os.getcwd(), torch.get_num_threads()
+    sys.path.insert(0, str(BENCH))  # the scripts import their shared helpers (_common) from their own folder
+    try:
+        os.chdir(tmp_path or ROOT)
+        sys.argv = [str(BENCH / script), *map(str, args)]
+        with contextlib.redirect_stdout(out):
+            try:
+                runpy.run_path(str(BENCH / script), run_name="__main__")
+            except SystemExit as e:  # argparse or the script's own exit
+                assert e.code in (0, None), f"{script} exited with {e.code}"
+    finally:
+        sys.argv, _ = argv, os.chdir(cwd)
+        sys.path.remove(str(BENCH))
+        torch.set_num_threads(threads)
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
 
 
 def test_step_throughput_splits_the_step():
-    (row,) = run("step_throughput.py", "--algos", "grpo", "--steps", "1", "--prompts", "2", "--group-size", "2", "--max-new-tokens", "8")
+    (row,) = run("step_throughput.py", "--algo", "grpo", "--steps", "1", "--prompts", "2", "--group-size", "2", "--max-new-tokens", "8")
     assert row["algo"] == "grpo" and row["step_seconds"] > 0
     # the stages are measured, not derived: each real stage took time, and together they fit in the step
     assert row["generate_seconds"] > 0 and row["update_seconds"] > 0

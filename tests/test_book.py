@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import os
 import re
 import shutil
 import sys
@@ -76,7 +75,7 @@ class _Server(ThreadingHTTPServer):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(built_once):
     """The book built by docs/build_book.py (make docs' code path) and served on a free port."""
     if not CHROMIUM.exists():
         pytest.skip("Chromium is not installed (no /usr/bin/chromium): run `make browser` "
@@ -90,20 +89,8 @@ def site(tmp_path_factory):
         import build_book
     finally:
         sys.path.remove(str(ROOT / "docs"))
-    # Built once per session: under pytest-xdist the workers share the base temp folder's
-    # parent, and the first to take the lock builds while the other waits (the build is ~45 s).
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    with FileLock(str(shared / "book.lock")):
-        done = shared / "book.built"
-        if done.exists():
-            site_dir = Path(done.read_text(encoding="utf-8"))
-        else:
-            site_dir = build_book.build(shared / "book", shared / "book_src")
-            done.write_text(str(site_dir), encoding="utf-8")
+    # built once per session (conftest's built_once: under pytest-xdist the first worker builds, the other waits)
+    site_dir = built_once("book", lambda out: build_book.build(out / "site", out / "src"))
 
     handler = functools.partial(_QuietHandler, directory=str(site_dir))
     server = _Server(("127.0.0.1", 0), handler)

@@ -82,6 +82,19 @@ def test_run_claim_end_to_end_at_tiny_settings(tmp_path):
         claims.run_claim("rloo-matches-grpo", **{**kw, "steps": 3})
 
 
+def test_a_claim_measured_on_rollouts_runs_without_training(tmp_path):
+    """The truncation census on one seed: sampled again from the base model, paired against "a
+    truncated answer is wrong" (0), with no run folder written; training overrides are refused."""
+    with pytest.warns(UserWarning, match="a verdict needs at least 3"):
+        record = claims.run_claim("truncated-not-wrong", seeds=[0], out_dir=tmp_path / "out")
+    (effect,) = record["effects"]
+    assert effect["metric"] == "truncated_correct_frac" and effect["base_mean"] == 0 and 0 < effect["arm_mean"] < 1
+    assert effect["diff"] == effect["arm_mean"] and record["verdict"] == "one seed" and record["measure"].startswith("rlalgos.workbook.measures.truncation")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    with pytest.raises(ValueError, match="takes no training overrides"), pytest.warns(UserWarning):
+        claims.run_claim("truncated-not-wrong", seeds=[0], out_dir=tmp_path / "out", steps=2)
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["claims", "run", "no-such-claim"], "unknown claim 'no-such-claim'"),
     (["claims", "run", "rloo-matches-grpo", "--seeds", "1,,x"], "--seeds must be comma-separated"),

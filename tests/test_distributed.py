@@ -37,10 +37,18 @@ def torchrun(*args, timeout=300) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def grads(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grads")
-    torchrun(WORKER, "grads", out)
-    return [torch.load(out / f"grads-{r}.pt") for r in range(2)]
+def launched(built_once):
+    """One ``torchrun`` launch, once per session (on whichever worker asks first), that does
+    all three: the gradients of the fixed rollout, the 4-step DAPO run with its stopped-and-resumed
+    twin, and the 15-step learning run."""
+    from rlalgos.config import BASE_MODEL_DIR
+
+    return built_once("torchrun", lambda out: torchrun(WORKER, "all", out, BASE_MODEL_DIR, timeout=600))
+
+
+@pytest.fixture(scope="module")
+def grads(launched):
+    return [torch.load(launched / f"grads-{r}.pt") for r in range(2)]
 
 
 @pytest.mark.parametrize("case", dist_worker.CASES, ids=dist_worker.case_name)
@@ -61,13 +69,9 @@ def test_the_summed_gradient_is_the_whole_batch_gradient(grads, case):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(launched):
     """Under torchrun: a 4-step DAPO run, and the same run stopped after step 2 and resumed."""
-    from rlalgos.config import BASE_MODEL_DIR
-
-    out = tmp_path_factory.mktemp("runs")
-    torchrun(WORKER, "train", out, BASE_MODEL_DIR)
-    return out
+    return launched
 
 
 def test_processes_keep_identical_weights(runs):
@@ -91,14 +95,12 @@ def test_two_processes_resume_to_the_rows_of_an_uninterrupted_run(runs):
     assert full[keys].equals(resumed[keys])
 
 
-def test_two_processes_learn(tmp_path):
+def test_two_processes_learn(launched):
     """GRPO from the shipped model on 16 fixed prompts (all of them each step, x 8 answers, lr 3e-4):
     over seeds 0-4 the batch accuracy of the last 3 of 15 steps beat the first 3 by
     .203 .208 .177 .218 .200 (mean .20, sd .015); 0.10 sits more than 6 sd below."""
-    from rlalgos.config import BASE_MODEL_DIR
-
-    torchrun(WORKER, "learn", tmp_path, BASE_MODEL_DIR, 15, 3e-4, 0)
-    acc = load_metrics(tmp_path / "learn")["accuracy"].iloc[1:].tolist()
+    assert dist_worker.LEARN == ("15", "3e-4", "0")  # the case the threshold was sized for (seed 0)
+    acc = load_metrics(launched / "learn")["accuracy"].iloc[1:].tolist()
     assert len(acc) == 15
     gain = sum(acc[-3:]) / 3 - sum(acc[:3]) / 3
     assert gain >= 0.10, f"batch accuracy {acc}: the last 3 steps beat the first 3 by only {gain:+.3f}"

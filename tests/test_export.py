@@ -9,6 +9,7 @@ not needed) and hydra-core; without them they are skipped.
 """
 
 import dataclasses
+import functools
 import importlib.util
 import json
 import os
@@ -175,6 +176,12 @@ def has_key(cfg, key: str) -> bool:
     return node is not None and leaf in list(node.keys())  # `in` is False for a ??? value
 
 
+@functools.cache
+def verl_base():
+    """verl's packaged config with no overrides, composed once (Hydra takes ~2 s a compose; the tests only read it)."""
+    return compose_verl([])
+
+
 def verl_words(out: Path) -> list[str]:
     text = (out / "run.sh").read_text().replace("\\\n", " ").replace("$HERE", str(out))
     return shlex.split(text.split("verl.trainer.main_ppo", 1)[1])
@@ -192,7 +199,7 @@ def test_verl_overrides_resolve_and_round_trip(algo, tmp_path):
     out = tmp_path / "export"
     assert export_cli("verl", out, algo, *[w for k, v in over.items() for w in (f"--{k.replace('_', '-')}", str(v))], gpus=2) == 0
     words = verl_words(out)
-    cfg, base = compose_verl(words), compose_verl([])
+    cfg, base = compose_verl(words), verl_base()
     values, _ = verl_overrides(TrainConfig(algo=algo), make_config(algo, **over), gpus=2)
     assert len(words) == len(values)
     for key, value in values.items():

@@ -147,11 +147,35 @@ FAILED_STARTS = [
 ]
 
 
+def many_once(built_once, name: str, cases) -> tuple[Path, list[tuple[subprocess.CompletedProcess, dict | None]]]:
+    """:func:`rlalgos_many` of the cases that ``cases(folder)`` returns, run once per session
+    (``built_once``; a module fixture would run once per xdist worker): the folder, and the
+    results read back from its JSON."""
+
+    def build(out: Path) -> None:
+        res = rlalgos_many(cases(out))
+        (out / "results.json").write_text(json.dumps([{"argv": [str(a) for a in p.args], "returncode": p.returncode, "stderr": p.stderr, "after": after} for p, after in res]))
+
+    out = built_once(name, build)
+    rows = json.loads((out / "results.json").read_text())
+    return out, [(subprocess.CompletedProcess(r["argv"], r["returncode"], "", r["stderr"]), r["after"]) for r in rows]
+
+
 @pytest.fixture(scope="module")
-def failed_starts(finished_run, tiny_dir):
-    """The folder's snapshot before, and each failed start's (result, snapshot right after it)."""
-    before = snapshot(finished_run)
-    return before, rlalgos_many([(small_run(tiny_dir, finished_run, "--overwrite", *bad), finished_run) for bad, _ in FAILED_STARTS])
+def failed_starts(built_once, tiny_dir):
+    """The folder's snapshot before, and each failed start's (result, snapshot right after it):
+    on a finished run folder with a user's note inside it."""
+
+    def cases(out: Path) -> list:
+        run = out / "run"
+        proc = rlalgos_here(*small_run(tiny_dir, run))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (run / "notes.txt").write_text("my notes on this run\n")
+        (out / "before.json").write_text(json.dumps(snapshot(run)))
+        return [(small_run(tiny_dir, run, "--overwrite", *bad), run) for bad, _ in FAILED_STARTS]
+
+    out, results = many_once(built_once, "failed_starts", cases)
+    return json.loads((out / "before.json").read_text()), results
 
 
 @pytest.mark.parametrize("case", range(len(FAILED_STARTS)), ids=[n for _, n in FAILED_STARTS])
@@ -214,14 +238,16 @@ ENVIRONMENT_ERRORS = [
 
 
 @pytest.fixture(scope="module")
-def environment_errors(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("env_errors")
-    (tmp / "empty").mkdir()
-    cases = []
-    for argv, _ in ENVIRONMENT_ERRORS:
-        argv = [str(tmp / "empty") if a == "EMPTY" else a for a in argv]
-        cases.append(([*argv, "--out-dir", tmp / "r"] if argv[0] == "train" else argv, None))
-    return rlalgos_many(cases)
+def environment_errors(built_once):
+    def cases(tmp: Path) -> list:
+        (tmp / "empty").mkdir()
+        out = []
+        for argv, _ in ENVIRONMENT_ERRORS:
+            argv = [str(tmp / "empty") if a == "EMPTY" else a for a in argv]
+            out.append(([*argv, "--out-dir", tmp / "r"] if argv[0] == "train" else argv, None))
+        return out
+
+    return many_once(built_once, "environment_errors", cases)[1]
 
 
 @pytest.mark.parametrize("case", range(len(ENVIRONMENT_ERRORS)), ids=[n for _, n in ENVIRONMENT_ERRORS])

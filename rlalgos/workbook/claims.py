@@ -35,7 +35,8 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from ..config import TRAP_MODEL_DIR, TrainConfig, make_config
-from .stats import paired_effect, t975
+from .measures import BUDGET, SAMPLED, SIGNAL_ONLY
+from .stats import paired_effect, paired_values, t975
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -112,6 +113,7 @@ class Claim:
     folders: Mapping = field(default_factory=dict)
     not_runnable: str = ""
     stated: str = ""
+    measure: str = ""  # measured on the base model's rollouts, not by training arms: a name in rlalgos.workbook.measures.MEASURES
 
     def train_configs(self, seeds: Sequence[int], runs_dir: str | Path | None = None, **overrides) -> list[tuple[str, int, TrainConfig, object]]:
         """(arm, seed, TrainConfig, algorithm config) of every run, in the notebook's run folders
@@ -249,19 +251,18 @@ DRGRPO = "Dr. GRPO (Liu et al. 2025, arXiv:2503.20783)"
 GRPO_PAPER = "DeepSeekMath GRPO (Shao et al. 2024, arXiv:2402.03300)"
 CUI = "Cui et al. 2025, arXiv:2505.22617"
 PPO_PAPER = "PPO (Schulman et al. 2017, arXiv:1707.06347)"
-MECH = dict(notebook="04_improved_grpo.ipynb", figure="notebooks/04_improved_grpo.ipynb#cell-34",
-            not_runnable="measured by benchmarks/mechanisms.py (and notebook 04 sections 4-5) on rollouts of the base model, with no training arms")
+MECH = dict(notebook="04_improved_grpo.ipynb", figure="notebooks/04_improved_grpo.ipynb#cell-34")  # measured on the base model's rollouts (rlalgos.workbook.measures)
 SPEED = "docs/speed.md"
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("aggregation-long-answer", "Per-answer averaging (GRPO) dilutes each token of a long answer; token-level loss (DAPO) weighs every token the same",
           DAPO, "mechanism", "mechanism reproduced, but much smaller than the 6.4x in the loss weights: shared parameters and Adam's per-parameter normalisation carry most of the push to the long answer either way",
-          **{**MECH, "not_runnable": "measured by benchmarks/mechanisms.py --only aggregation (a planted long wrong answer, one AdamW step), not by training arms"},
+          **MECH, measure="aggregation", base="seq-mean-token-mean", expects=(Expect("token-mean", "dlogp_long", -1),),
           quotes=(Quote("weight of one token of the long wrong answer / of a short wrong answer: 0.157 (seq-mean-token-mean) vs 1.000 (token-mean)"),
                   Quote("paired difference -0.0216 (sd 0.0058, 3 seeds)", arm="token-mean", base="seq-mean-token-mean", metric="dlogp_long", direction=-1,
                         pattern=r"paired difference (?P<diff>[+-]?[\d.]+) \(sd (?P<sd>[\d.]+), (?P<n>\d+) seeds\)"))),
     Claim("token-mean-drgrpo-constant", "Token-mean and Dr. GRPO's sum / (B * L_max) differ only by a constant (Adam is invariant to it)",
-          DRGRPO, "exact", "exact with Adam; with SGD the constant is a learning-rate change", **{**MECH, "not_runnable": ""},
+          DRGRPO, "exact", "exact with Adam; with SGD the constant is a learning-rate change", **MECH,
           test="tests/test_core.py::test_aggregate_loss_modes_agree_on_full_equal_lengths",
           quotes=(Quote("token-mean               0.010      -0.009  0.006     9.622e-04  9.942e-04"),
                   Quote("seq-mean-token-sum-norm  0.010      -0.009  0.006     9.621e-04  9.942e-04"))),
@@ -271,9 +272,11 @@ CLAIMS: tuple[Claim, ...] = (
                                           Expect("token_mean", "eval_entropy", +1, headline=False))),
     Claim("zero-variance-no-signal", "Zero-variance groups carry no signal; dynamic sampling keeps the batch full of signal", DAPO, "mechanism",
           "reproduced: the signal is missing, exactly, in every all-equal group", stated="reproduced (a census, no interval)", **{**MECH, "figure": "notebooks/04_improved_grpo.ipynb#cell-37"},
+          measure="signal", base=SIGNAL_ONLY, expects=(Expect(SAMPLED, "signal_frac", -1),),
           quotes=(Quote("groups that carry signal: 0.46 (per seed 0.52, 0.45, 0.42; 3 seeds x 64 prompts x 8)"),)),
     Claim("dynamic-sampling-keeps-easy", "Dynamic sampling biases training towards middling difficulty", DAPO, "mechanism",
           "reproduced: what dynamic sampling keeps is the easy half; the all-wrong hard problems are never trained on", stated="reproduced (a census, no interval)", **{**MECH, "figure": "notebooks/04_improved_grpo.ipynb#cell-37"},
+          measure="signal", base=SAMPLED, expects=(Expect(SIGNAL_ONLY, "mean_terms", -1),),
           quotes=(Quote("5            46      0.002      0.000      0.978         0.022"), Quote("5                          0.240                        0.011"),
                   Quote("2                          0.203                        0.416"))),
     Claim("dynamic-sampling-speed", "Dynamic sampling learns faster per step", DAPO, "end-to-end",
@@ -282,6 +285,7 @@ CLAIMS: tuple[Claim, ...] = (
           quotes=(Quote("groups sampled per step: 44.2 for a batch of 16 (2.76x the sampling); steps left short of a full batch: 0.12"),)),
     Claim("truncated-not-wrong", "A truncated answer is not necessarily a wrong one (why overlong filtering)", DAPO, "mechanism",
           "partial: only at one budget does the filter mask answers that are right", stated="partial (a census, no interval)", **{**MECH, "figure": "notebooks/04_improved_grpo.ipynb#cell-41"},
+          measure="truncation", base="if truncated meant wrong", expects=(Expect(f"truncated at {BUDGET} tokens", "truncated_correct_frac", +1),),
           quotes=(Quote("24              0.495  0.024                  0.170  0.017"), Quote("28              0.362  0.018                  0.000  0.000"))),
     Claim("overlong-shaping", "Overlong shaping changes learning under truncation", DAPO, "end-to-end",
           "not at this scale (at 64 tokens nothing reaches the buffer)", **_nb04("overlong", cell=56),
@@ -657,7 +661,8 @@ def _record(claim: Claim, effects: list[dict], quotes: list[dict], numbers_from:
     return {"id": claim.id, "statement": claim.statement, "origin": claim.origin, "kind": claim.kind, "verdict": claim_verdict(effects, claim.stated, claim.kind),
             "seeds": list(claim.seeds), "regime": regime_text(claim), "arms": {a: [algo, dict(o), *([dict(claim.train[a])] if a in claim.train else [])] for a, (algo, o) in claim.arms.items()}, "base": claim.base,
             "figure": claim.figure, "notebook": f"notebooks/{claim.notebook}" if claim.notebook else "", "runs": claim.run_dir, "test": claim.test,
-            "reading": claim.reading, "numbers_from": numbers_from, "effects": effects, "quotes": quotes}
+            "reading": claim.reading, "numbers_from": numbers_from, "effects": effects, "quotes": quotes,
+            **({"measure": f"rlalgos.workbook.measures.{claim.measure} (the base model's rollouts, notebook 04's sizes)"} if claim.measure else {})}
 
 
 def regime_text(claim: Claim) -> str:
@@ -737,7 +742,7 @@ def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int
         print(f"{claim.id}: {claim.test} {'passed' if passed else 'FAILED'} (published: {published.get('verdict', '-')})")
         record = {**_record(claim, [], [], numbers_from="pytest"), "verdict": "exact" if passed else "test failed", "passed": passed}
         return _write_record(record, out_dir, publish)
-    if claim.not_runnable or not claim.arms:
+    if claim.not_runnable or not (claim.arms or claim.measure):
         raise ValueError(f"claim {claim.id} has no arms to train here: {claim.not_runnable or 'see its notebook'}")
     seeds = parse_seeds(seeds) if isinstance(seeds, str) else tuple(seeds or claim.seeds)
     if len(seeds) < MIN_SEEDS:
@@ -745,6 +750,17 @@ def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int
     bad = set(overrides) - {"steps", "prompts_per_step", "group_size", "eval_prompts", "eval_samples", "eval_every", "device"}
     if bad:
         raise ValueError(f"run_claim takes only cheap overrides (steps, prompts_per_step, group_size, eval_prompts, eval_samples, eval_every, device), got {sorted(bad)}")
+    if claim.measure and overrides:
+        raise ValueError(f"claim {claim.id} is measured on the base model's rollouts at notebook 04's sizes: it takes no training overrides, got {sorted(overrides)}")
+    effects = (_measured_effects if claim.measure else _trained_effects)(claim, seeds, jobs, runs_dir, overwrite, progress, overrides)
+    record = {**_record(replace(claim, seeds=seeds), effects, [], numbers_from="rlalgos claims run"), "overrides": overrides}
+    print(effects_table(effects).to_string())
+    print(f"\nverdict on seeds {','.join(map(str, seeds))}: {record['verdict']}   (published, seeds {','.join(map(str, claim.seeds))}: {published.get('verdict', '-')})")
+    return _write_record(record, out_dir, publish)
+
+
+def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, overrides) -> list[dict]:
+    """Train (or reuse) every run of the claim's arms on ``seeds``, then its paired effects."""
     from ..train import load_metrics
     from ..tools.sweep import run_many
 
@@ -765,10 +781,22 @@ def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int
             row = paired_effect(groups[base], groups[e.arm], e.metric, e.tail)
             effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]),
                                    _r(row["ci_low"]), _r(row["ci_high"]), seeds, "runs: " + str(Path(runs[0][2].out_dir).parent.parent)))
-    record = {**_record(replace(claim, seeds=seeds), effects, [], numbers_from="rlalgos claims run"), "overrides": overrides}
-    print(effects_table(effects).to_string())
-    print(f"\nverdict on seeds {','.join(map(str, seeds))}: {record['verdict']}   (published, seeds {','.join(map(str, claim.seeds))}: {published.get('verdict', '-')})")
-    return _write_record(record, out_dir, publish)
+    return effects
+
+
+def _measured_effects(claim: Claim, seeds, *_) -> list[dict]:
+    """Measure the claim on the base model's rollouts for each seed (:mod:`rlalgos.workbook.measures`), then its paired effects."""
+    from .measures import MEASURES
+
+    print(f"{claim.id}: measuring rlalgos.workbook.measures.{claim.measure} on seeds {','.join(map(str, seeds))} (no training)")
+    values = MEASURES[claim.measure](seeds)
+    effects = []
+    for e in claim.expects:
+        base = e.base or claim.base
+        row = paired_values(pd.Series(values[base][e.metric], index=seeds), pd.Series(values[e.arm][e.metric], index=seeds), e.metric)
+        effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]),
+                               _r(row["ci_low"]), _r(row["ci_high"]), seeds, f"measured: rlalgos.workbook.measures.{claim.measure}"))
+    return effects
 
 
 def _write_record(record: dict, out_dir, publish: bool) -> dict:

@@ -65,7 +65,11 @@ def paired_effect(base: Sequence[pd.DataFrame], arm: Sequence[pd.DataFrame], key
     excludes 0, "within noise" when it does not, "one seed" when there is nothing
     to estimate the noise from.
     """
-    a, b = by_seed(base, key, tail), by_seed(arm, key, tail)
+    return paired_values(by_seed(base, key, tail), by_seed(arm, key, tail), key)
+
+
+def paired_values(a: pd.Series, b: pd.Series, key: str) -> dict:
+    """:func:`paired_effect` of two sets of per-seed numbers (indexed by seed): ``b`` (the arm) minus ``a`` (the base)."""
     seeds = a.index.intersection(b.index)
     d = (b[seeds] - a[seeds]).dropna()
     n = len(d)

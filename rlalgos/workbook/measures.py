@@ -1,0 +1,89 @@
+"""The claims measured on the base model's own rollouts, with no training arms (notebook 04,
+sections 4 and 5; ``benchmarks/mechanisms.py``), as functions of the seeds.
+
+Each measure samples from the shipped base model at notebook 04's sizes (64 prompts x 8
+answers per seed; the planted long answer on 32 prompts) and returns, per *arm* and metric,
+one number per seed. :func:`rlalgos.workbook.claims.run_claim` pairs them by seed under the
+one verdict rule of the scorecard, as it does for trained arms. An arm here is what is
+compared: two loss aggregations on the same rollout, the groups dynamic sampling keeps
+against all it sampled, or the truncated answers against "a truncated answer is wrong" (0).
+
+    measure(seeds) -> {arm: {metric: [value per seed]}}
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..tasks import get_task, make_addition_split
+
+PROBE_PROMPTS = 64  # prompts per seed in notebook 04's censuses (half of them for the planted long answer)
+PROBE_G = 8  # answers per prompt
+TASK = "addition:terms=2-6"  # notebook 04's task
+BUDGET = 24  # the truncation census's budget where truncated answers are most often right
+SIGNAL_ONLY = "kept by dynamic sampling"
+SAMPLED = "sampled batch"
+
+Values = dict[str, dict[str, list[float]]]
+
+
+def _base():
+    from ..model import load_policy  # torch and transformers load here, not when the claims registry imports this module
+
+    policy, tokenizer = load_policy(None, device="cpu")
+    return policy, tokenizer, get_task(TASK)
+
+
+def aggregation(seeds: Sequence[int]) -> Values:
+    """Per loss aggregation, the change of a planted long wrong answer's mean token log-prob
+    after one AdamW step on the same rollout (``dlogp_long``; more negative = pushed down harder)."""
+    from . import mechanisms
+
+    policy, tokenizer, task = _base()
+    out: Values = {}
+    for s in seeds:
+        rows = make_addition_split(PROBE_PROMPTS // 2, seed=100 + s, terms=(2, 3))
+        ro, planted = mechanisms.plant_long_wrong(policy, tokenizer, task, rows, PROBE_G, 48, seed=s)
+        table = mechanisms.summarize_push(mechanisms.aggregation_push(policy, ro, planted, max_len=48))
+        for mode in table.index:
+            out.setdefault(mode, {}).setdefault("dlogp_long", []).append(float(table.loc[mode, "dlogp_long"]))
+    return out
+
+
+def signal(seeds: Sequence[int]) -> Values:
+    """Per seed, over 64 prompts of 2-6 terms: the share of groups that carry signal (not every
+    reward equal) and the mean number of terms, in the sampled batch and in what dynamic
+    sampling keeps of it (its signal share is 1 by construction)."""
+    from . import mechanisms
+
+    policy, tokenizer, task = _base()
+    out: Values = {SAMPLED: {"signal_frac": [], "mean_terms": []}, SIGNAL_ONLY: {"signal_frac": [], "mean_terms": []}}
+    for s in seeds:
+        c = mechanisms.signal_census(policy, tokenizer, task, make_addition_split(PROBE_PROMPTS, seed=300 + s, terms=(2, 3, 4, 5, 6)), PROBE_G, seed=s,
+                                     max_new_tokens=task.max_new_tokens)
+        terms = c.index.to_series().astype(float)
+        out[SAMPLED]["signal_frac"].append(float(c["informative"].sum() / c["groups"].sum()))
+        out[SAMPLED]["mean_terms"].append(float((terms * c["groups"]).sum() / c["groups"].sum()))
+        out[SIGNAL_ONLY]["signal_frac"].append(1.0)
+        out[SIGNAL_ONLY]["mean_terms"].append(float((terms * c["informative"]).sum() / max(c["informative"].sum(), 1)))
+    return out
+
+
+def truncation(seeds: Sequence[int]) -> Values:
+    """Per seed, over 64 prompts of 3-4 terms at a 24-token budget: the share of truncated
+    answers that are right all the same (``truncated_correct_frac``), and the share truncated."""
+    from . import mechanisms
+
+    policy, tokenizer, task = _base()
+    arm = f"truncated at {BUDGET} tokens"
+    out: Values = {arm: {"truncated_correct_frac": [], "truncated_frac": []}, "if truncated meant wrong": {"truncated_correct_frac": [], "truncated_frac": []}}
+    for s in seeds:
+        r = mechanisms.truncation_census(policy, tokenizer, task, make_addition_split(PROBE_PROMPTS, seed=200 + s, terms=(3, 4)), PROBE_G, BUDGET, seed=s)
+        out[arm]["truncated_correct_frac"].append(r["truncated_correct_frac"])
+        out[arm]["truncated_frac"].append(r["truncated_frac"])
+        out["if truncated meant wrong"]["truncated_correct_frac"].append(0.0)
+        out["if truncated meant wrong"]["truncated_frac"].append(r["truncated_frac"])
+    return out
+
+
+MEASURES: dict[str, Callable[[Sequence[int]], Values]] = {"aggregation": aggregation, "signal": signal, "truncation": truncation}
