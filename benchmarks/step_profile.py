@@ -19,10 +19,12 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
 from collections import defaultdict
+from unittest import mock
 
 from torch.profiler import ProfilerActivity, profile
 
@@ -94,11 +96,11 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=48)
     args = p.parse_args()
-    train_mod.evaluate = lambda *a, **k: {"samples": []}  # training steps only
     phases = {"generate": PhaseProfiler(), "update": PhaseProfiler()}
-    rollout_mod.generate = phases["generate"].wrap(rollout_mod.generate)
-    Algorithm.update = phases["update"].wrap(Algorithm.update)
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as patches:  # every patch is undone after (tests run this in their process)
+        patches.enter_context(mock.patch.object(train_mod, "evaluate", lambda *a, **k: {"samples": []}))  # training steps only
+        patches.enter_context(mock.patch.object(rollout_mod, "generate", phases["generate"].wrap(rollout_mod.generate)))
+        patches.enter_context(mock.patch.object(Algorithm, "update", phases["update"].wrap(Algorithm.update)))
         cfg = TrainConfig(algo="grpo", steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
                           eval_every=0, eval_prompts=1, eval_samples=1, save_every=0, log_kl=False, device="cpu", out_dir=d, progress=False)
         train(cfg, make_config("grpo", kl_coef=0.0, loss_agg="token-mean"))

@@ -22,9 +22,20 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 
 
+def patched_globals() -> list:
+    """What the scripts patch while they measure (evaluation off, timers and profilers around passes):
+    each must be the original again when a script returns, or the tests after it in this process would
+    train without evaluation (seen: a finished run with no eval_accuracy)."""
+    import rlalgos.rollout as rollout_mod
+    import rlalgos.train as train_mod
+    from rlalgos.algorithms.base import Algorithm
+
+    return [train_mod.evaluate, rollout_mod.generate, Algorithm.update, torch.nn.Module.__call__, torch.Tensor.backward]
+
+
 def run(script: str, *args: str, tmp_path: Path | None = None) -> list[dict]:
     """The JSON lines ``python benchmarks/<script> <args>`` prints, run from ``tmp_path`` (else the repository root)."""
-    out, argv, cwd, threads = io.StringIO(), sys.argv, os.getcwd(), torch.get_num_threads()
+    out, argv, cwd, threads, before = io.StringIO(), sys.argv, os.getcwd(), torch.get_num_threads(), patched_globals()
     sys.path.insert(0, str(BENCH))  # the scripts import their shared helpers (_common) from their own folder
     try:
         os.chdir(tmp_path or ROOT)
@@ -38,6 +49,7 @@ def run(script: str, *args: str, tmp_path: Path | None = None) -> list[dict]:
         sys.argv, _ = argv, os.chdir(cwd)
         sys.path.remove(str(BENCH))
         torch.set_num_threads(threads)
+    assert patched_globals() == before, f"{script} left a patched function behind"
     return [json.loads(line) for line in out.getvalue().splitlines() if line.startswith("{")]
 
 

@@ -90,7 +90,7 @@ def site(built_once):
     finally:
         sys.path.remove(str(ROOT / "docs"))
     # built once per session (conftest's built_once: under pytest-xdist the first worker builds, the other waits)
-    site_dir = built_once("book", lambda out: build_book.build(out / "site", out / "src"))
+    site_dir = built_once("book", lambda out: build_book.build(out / "site", out / "src")) / "site"
 
     handler = functools.partial(_QuietHandler, directory=str(site_dir))
     server = _Server(("127.0.0.1", 0), handler)

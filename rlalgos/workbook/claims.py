@@ -114,6 +114,7 @@ class Claim:
     not_runnable: str = ""
     stated: str = ""
     measure: str = ""  # measured on the base model's rollouts, not by training arms: a name in rlalgos.workbook.measures.MEASURES
+    fit: str = ""  # a law fitted over every step of the trained arms' runs: a name in rlalgos.workbook.measures.FITS
 
     def train_configs(self, seeds: Sequence[int], runs_dir: str | Path | None = None, **overrides) -> list[tuple[str, int, TrainConfig, object]]:
         """(arm, seed, TrainConfig, algorithm config) of every run, in the notebook's run folders
@@ -297,8 +298,8 @@ CLAIMS: tuple[Claim, ...] = (
           quotes=(Quote("grpo         clip_frac 0.0024 (high 0.0006, low 0.0018)"), Quote("clip_higher  clip_frac 0.0024 (high 0.0004, low 0.0020)"))),
     Claim("entropy-covariance", "The entropy change of a policy-gradient step is minus the covariance of log-prob and advantage", CUI, "mechanism",
           "exact on the toy; on the tiny model the sign holds, weakly: at 8 optimizer steps per rollout the covariance explains little of the entropy change",
-          stated="sign holds, weakly (a fit, no paired arms)", notebook="09_exploration.ipynb", figure="notebooks/09_exploration.ipynb#cell-15",
-          not_runnable="a fit over every step of notebook 09's trap runs (entropy_probe); run the trap claims to train them",
+          stated="sign holds, weakly (a fit, no paired arms)", **{**_nb09(*(a for a in NB09_ARMS if a not in ("vanilla", "dynamic_only", "dapo_no_dynamic"))),
+                                                                 "figure": "notebooks/09_exploration.ipynb#cell-15"}, fit="entropy_fit",
           quotes=(Quote("{'steps': 720, 'corr': -0.2361, 'slope': -0.0844, 'slope_low': -0.1097, 'slope_high': -0.059, 'sign_as_predicted': 0.6843"),
                   Quote("0   -5.279e-03"), Quote("2    6.182e-04"))),
     Claim("trap-vanilla-collapse", "Vanilla GRPO's entropy collapses and it locks into what was rewarded first", DAPO, "end-to-end",
@@ -775,12 +776,19 @@ def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, o
     for arm, _, cfg, _ in runs:
         groups.setdefault(arm, []).append(load_metrics(cfg.out_dir))
     effects = []
+    source = "runs: " + str(Path(runs[0][2].out_dir).parent.parent)
     for e in claim.expects:
         base = e.base or claim.base
         if e.arm in groups and base in groups:
             row = paired_effect(groups[base], groups[e.arm], e.metric, e.tail)
             effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]),
-                                   _r(row["ci_low"]), _r(row["ci_high"]), seeds, "runs: " + str(Path(runs[0][2].out_dir).parent.parent)))
+                                   _r(row["ci_low"]), _r(row["ci_high"]), seeds, source))
+    if claim.fit:  # a law over every step of the runs (its own interval), not a pairing by seed
+        from .measures import FITS
+
+        for f in FITS[claim.fit](groups):
+            effects.append({**_effect(f["arm"], f["base"], f["metric"], -1, f["headline"], _r(f["arm_mean"]), _r(f["base_mean"]), _r(f["diff"]),
+                                      _r(f["ci_low"]), _r(f["ci_high"]), seeds, f"fit: rlalgos.workbook.measures.{claim.fit} over the {source}"), "fit": f["fit"]})
     return effects
 
 
@@ -856,6 +864,8 @@ def render_page(records: Mapping[str, dict]) -> str:
             out.append(f"- seeds: {_seeds(r['seeds'])}")
         if r["test"]:
             out.append(f"- test: `{r['test']}`")
+        if r.get("measure"):
+            out.append(f"- measured: `{r['measure'].split(' ')[0]}` on the base model's rollouts, no training (`rlalgos claims run {r['id']}` samples it again)")
         out.append(f"- figure: {_link(r['figure'], '../')}")
         out.append(f"- source: {_link(r['notebook'], '../') if r['notebook'] else 'benchmarks/'}" + (f", run folders `{r['runs']}`" if r["runs"] else ""))
         if r["effects"]:

@@ -9,11 +9,18 @@ compared: two loss aggregations on the same rollout, the groups dynamic sampling
 against all it sampled, or the truncated answers against "a truncated answer is wrong" (0).
 
     measure(seeds) -> {arm: {metric: [value per seed]}}
+
+A *fit* is the other kind of number here: a law checked over every step of a claim's trained
+runs rather than paired by seed. :data:`FITS` holds those (the entropy-covariance law of
+notebook 09, section 3), as functions of the runs' metrics by arm, returning effect rows whose
+interval is the fit's own 95% interval.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
+
+import pandas as pd
 
 from ..tasks import get_task, make_addition_split
 
@@ -87,3 +94,26 @@ def truncation(seeds: Sequence[int]) -> Values:
 
 
 MEASURES: dict[str, Callable[[Sequence[int]], Values]] = {"aggregation": aggregation, "signal": signal, "truncation": truncation}
+
+
+NO_RELATION = "no relation (slope 0)"
+SLOPE = "slope of entropy_change on entropy_cov"
+
+
+def entropy_fit(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
+    """Cui et al.'s first-order law (:func:`rlalgos.workbook.exploration.mechanism_fit`) over every
+    step of every run (the headline row, as notebook 09 pools its arms), then arm by arm: the slope
+    of the measured entropy change on the covariance term, with its 95% interval; the law predicts
+    a negative slope."""
+    from .exploration import mechanism_fit
+
+    def row(arm: str, dfs: Sequence[pd.DataFrame], headline: bool) -> dict:
+        f = mechanism_fit(dfs)
+        return {"arm": arm, "base": NO_RELATION, "metric": SLOPE, "headline": headline, "arm_mean": f["slope"], "base_mean": 0.0,
+                "diff": f["slope"], "ci_low": f["slope_low"], "ci_high": f["slope_high"], "fit": {k: round(v, 4) if isinstance(v, float) else v for k, v in f.items()}}
+
+    rows = [row("all arms (pooled)", [df for dfs in groups.values() for df in dfs], True)]
+    return rows + [row(arm, dfs, False) for arm, dfs in groups.items()]
+
+
+FITS: dict[str, Callable[[Mapping[str, Sequence[pd.DataFrame]]], list[dict]]] = {"entropy_fit": entropy_fit}
