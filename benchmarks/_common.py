@@ -78,3 +78,13 @@ class ModelTimer:
     @property
     def total(self) -> float:
         return self.forward + self.backward
+
+
+def without_evaluation():
+    """A context in which training runs skip evaluation (``rlalgos.train.evaluate`` returns nothing),
+    so that a benchmark times training steps only; undone on exit (the tests run benchmarks in their own process)."""
+    from unittest import mock
+
+    import rlalgos.train as train_mod
+
+    return mock.patch.object(train_mod, "evaluate", lambda *a, **k: {"samples": []})

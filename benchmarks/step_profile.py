@@ -28,11 +28,10 @@ from unittest import mock
 
 from torch.profiler import ProfilerActivity, profile
 
-from _common import machine_info
+from _common import machine_info, without_evaluation
 import rlalgos.rollout as rollout_mod
 from rlalgos.algorithms import make_config
 from rlalgos.algorithms.base import Algorithm
-import rlalgos.train as train_mod
 from rlalgos.train import TrainConfig, train
 
 CATEGORIES = {
@@ -98,7 +97,7 @@ def main() -> None:
     args = p.parse_args()
     phases = {"generate": PhaseProfiler(), "update": PhaseProfiler()}
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as patches:  # every patch is undone after (tests run this in their process)
-        patches.enter_context(mock.patch.object(train_mod, "evaluate", lambda *a, **k: {"samples": []}))  # training steps only
+        patches.enter_context(without_evaluation())  # training steps only
         patches.enter_context(mock.patch.object(rollout_mod, "generate", phases["generate"].wrap(rollout_mod.generate)))
         patches.enter_context(mock.patch.object(Algorithm, "update", phases["update"].wrap(Algorithm.update)))
         cfg = TrainConfig(algo="grpo", steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,

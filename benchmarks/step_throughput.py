@@ -21,11 +21,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from unittest import mock
 
 import torch
 
-from _common import ModelTimer, machine_info, peak_memory_mb
+from _common import ModelTimer, machine_info, peak_memory_mb, without_evaluation
 from rlalgos.config import TrainConfig
 
 STAGES = ("generate", "reward", "logprobs", "update")
@@ -37,9 +36,8 @@ def measure(args) -> dict:
     import rlalgos.train as train_mod
     from rlalgos.algorithms import make_config
 
-    no_eval = mock.patch.object(train_mod, "evaluate", lambda *a, **k: {"samples": []})  # time training steps only (undone after: tests run this in their process)
     algo_cfg = make_config(args.algo, **({"length_buckets": args.length_buckets} if args.length_buckets else {}))
-    with tempfile.TemporaryDirectory() as d, ModelTimer() as mt, no_eval:
+    with tempfile.TemporaryDirectory() as d, ModelTimer() as mt, without_evaluation():
         cfg = TrainConfig(algo=args.algo, model=args.model, steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size,
                           max_new_tokens=args.max_new_tokens, sampler=args.sampler, log_kl=not args.no_log_kl, device=args.device, logits_chunk=args.logits_chunk,
                           eval_every=0, out_dir=d, progress=False)

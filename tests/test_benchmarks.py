@@ -46,7 +46,8 @@ def run(script: str, *args: str, tmp_path: Path | None = None) -> list[dict]:
             except SystemExit as e:  # argparse or the script's own exit
                 assert e.code in (0, None), f"{script} exited with {e.code}"
     finally:
-        sys.argv, _ = argv, os.chdir(cwd)
+        sys.argv = argv
+        os.chdir(cwd)
         sys.path.remove(str(BENCH))
         torch.set_num_threads(threads)
     assert patched_globals() == before, f"{script} left a patched function behind"

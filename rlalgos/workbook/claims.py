@@ -608,6 +608,11 @@ def _effect(arm, base, metric, direction, headline, arm_mean, base_mean, diff, l
             "verdict": directed_verdict(lo, hi, direction, n), "source": source, **({"line": line} if line else {})}
 
 
+def _row_effect(arm, base, metric, direction, headline, row: Mapping, seeds, source) -> dict:
+    """:func:`_effect` of a paired row (``arm_mean``, ``base_mean``, ``diff``, ``ci_low``, ``ci_high``), rounded."""
+    return _effect(arm, base, metric, direction, headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]), _r(row["ci_low"]), _r(row["ci_high"]), seeds, source)
+
+
 def _r(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else round(float(x), 6)
 
@@ -663,7 +668,7 @@ def _record(claim: Claim, effects: list[dict], quotes: list[dict], numbers_from:
             "seeds": list(claim.seeds), "regime": regime_text(claim), "arms": {a: [algo, dict(o), *([dict(claim.train[a])] if a in claim.train else [])] for a, (algo, o) in claim.arms.items()}, "base": claim.base,
             "figure": claim.figure, "notebook": f"notebooks/{claim.notebook}" if claim.notebook else "", "runs": claim.run_dir, "test": claim.test,
             "reading": claim.reading, "numbers_from": numbers_from, "effects": effects, "quotes": quotes,
-            **({"measure": f"rlalgos.workbook.measures.{claim.measure} (the base model's rollouts, notebook 04's sizes)"} if claim.measure else {})}
+            **({"measure": f"rlalgos.workbook.measures.{claim.measure}"} if claim.measure else {})}
 
 
 def regime_text(claim: Claim) -> str:
@@ -780,15 +785,13 @@ def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, o
     for e in claim.expects:
         base = e.base or claim.base
         if e.arm in groups and base in groups:
-            row = paired_effect(groups[base], groups[e.arm], e.metric, e.tail)
-            effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]),
-                                   _r(row["ci_low"]), _r(row["ci_high"]), seeds, source))
+            effects.append(_row_effect(e.arm, base, e.metric, e.direction, e.headline, paired_effect(groups[base], groups[e.arm], e.metric, e.tail), seeds, source))
     if claim.fit:  # a law over every step of the runs (its own interval), not a pairing by seed
         from .measures import FITS
 
         for f in FITS[claim.fit](groups):
-            effects.append({**_effect(f["arm"], f["base"], f["metric"], -1, f["headline"], _r(f["arm_mean"]), _r(f["base_mean"]), _r(f["diff"]),
-                                      _r(f["ci_low"]), _r(f["ci_high"]), seeds, f"fit: rlalgos.workbook.measures.{claim.fit} over the {source}"), "fit": f["fit"]})
+            effects.append({**_row_effect(f["arm"], f["base"], f["metric"], -1, f["headline"], f, seeds, f"fit: rlalgos.workbook.measures.{claim.fit} over the {source}"),
+                            "fit": f["fit"]})
     return effects
 
 
@@ -802,8 +805,7 @@ def _measured_effects(claim: Claim, seeds, *_) -> list[dict]:
     for e in claim.expects:
         base = e.base or claim.base
         row = paired_values(pd.Series(values[base][e.metric], index=seeds), pd.Series(values[e.arm][e.metric], index=seeds), e.metric)
-        effects.append(_effect(e.arm, base, e.metric, e.direction, e.headline, _r(row["arm_mean"]), _r(row["base_mean"]), _r(row["diff"]),
-                               _r(row["ci_low"]), _r(row["ci_high"]), seeds, f"measured: rlalgos.workbook.measures.{claim.measure}"))
+        effects.append(_row_effect(e.arm, base, e.metric, e.direction, e.headline, row, seeds, f"measured: rlalgos.workbook.measures.{claim.measure}"))
     return effects
 
 
@@ -865,7 +867,7 @@ def render_page(records: Mapping[str, dict]) -> str:
         if r["test"]:
             out.append(f"- test: `{r['test']}`")
         if r.get("measure"):
-            out.append(f"- measured: `{r['measure'].split(' ')[0]}` on the base model's rollouts, no training (`rlalgos claims run {r['id']}` samples it again)")
+            out.append(f"- measured: `{r['measure']}` on the base model's rollouts at notebook 04's sizes, no training (`rlalgos claims run {r['id']}` samples it again)")
         out.append(f"- figure: {_link(r['figure'], '../')}")
         out.append(f"- source: {_link(r['notebook'], '../') if r['notebook'] else 'benchmarks/'}" + (f", run folders `{r['runs']}`" if r["runs"] else ""))
         if r["effects"]:

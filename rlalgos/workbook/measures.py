@@ -83,13 +83,12 @@ def truncation(seeds: Sequence[int]) -> Values:
 
     policy, tokenizer, task = _base()
     arm = f"truncated at {BUDGET} tokens"
-    out: Values = {arm: {"truncated_correct_frac": [], "truncated_frac": []}, "if truncated meant wrong": {"truncated_correct_frac": [], "truncated_frac": []}}
+    out: Values = {arm: {"truncated_correct_frac": [], "truncated_frac": []}}
     for s in seeds:
         r = mechanisms.truncation_census(policy, tokenizer, task, make_addition_split(PROBE_PROMPTS, seed=200 + s, terms=(3, 4)), PROBE_G, BUDGET, seed=s)
         out[arm]["truncated_correct_frac"].append(r["truncated_correct_frac"])
         out[arm]["truncated_frac"].append(r["truncated_frac"])
-        out["if truncated meant wrong"]["truncated_correct_frac"].append(0.0)
-        out["if truncated meant wrong"]["truncated_frac"].append(r["truncated_frac"])
+    out["if truncated meant wrong"] = {"truncated_correct_frac": [0.0] * len(seeds)}
     return out
 
 
