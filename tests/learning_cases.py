@@ -43,7 +43,8 @@ mean - 3 sd falls to .003-.025, too near zero for a pass to show learning:
 | grpo | 20 | .108 .063 .113 .085 .059 .128 | .092 | .028 | .008 |
 | dapo | 20 | .100 .080 .098 .065 .071 .123 | .089 | .021 | .025 |
 
-(at 10 steps the 16 x 8 cases gained .008-.088, from the evaluation in between).
+(at 10 steps the 16 x 8 cases gained .008-.088, from the evaluation in between). The benchmark's
+JSON lines are committed: ``docs/bench/learning_test_spread_short.jsonl``.
 """
 
 from __future__ import annotations
