@@ -50,7 +50,7 @@ test: $(VENV)/.bootstrap  ## unit tests, smoke runs, learning tests and every no
 	@# printed at the end, and either failing fails make test. It needs only pytest (no conftest).
 	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider --noconftest tests/test_install.py > $(VENV)/install_test.log 2>&1 & install_test=$$!; \
 	$(MAKE) --no-print-directory -j2 install browser || { kill $$install_test; exit 1; }; \
-	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=15 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks; suite=$$?; \
+	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=40 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks; suite=$$?; \
 	wait $$install_test; install=$$?; echo "--- the install test (tests/test_install.py, transformers $(TRANSFORMERS_LOWEST)):"; cat $(VENV)/install_test.log; \
 	exit $$(( suite || install ))
 

@@ -127,7 +127,7 @@ class TrainConfig:
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"
-    """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out) or ``gsm8k:DATASET``."""
+    """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out), ``gsm8k:DATASET``, or ``MODULE:FUNCTION[:key=value]`` (the Task a function of yours returns)."""
     steps: int = 60
     """Training steps (one rollout and one update each)."""
     prompts_per_step: int = 32

@@ -413,7 +413,8 @@ def get_task(name: str, **kwargs) -> Task:
     the addition task at another difficulty (:func:`addition_regime`),
     ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` for GSM8K-style files (without a test
     file a seeded share of TRAIN is held out), or ``gsm8k:DATASET`` for a hub
-    dataset (its train and test splits)."""
+    dataset (its train and test splits), or ``MODULE:FUNCTION[:key=value]`` for the task a
+    function of yours returns (e.g. ``rlalgos.workbook.troubleshooting:medium_task:pool=16``)."""
     if name.startswith("addition:"):
         options = dict(part.partition("=")[::2] for part in name.split(":")[1:])
         unknown = set(options) - {"terms", "max_value"}
@@ -429,6 +430,27 @@ def get_task(name: str, **kwargs) -> Task:
         if not train_source:
             raise ValueError("gsm8k: needs a file or dataset name, e.g. --task gsm8k:train.jsonl,test.jsonl")
         return gsm8k_task(train_source, test_source or None, **kwargs)
+    if ":" in name and "." in name.split(":", 1)[0]:
+        return _task_from_module(name, **kwargs)
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)} or gsm8k:PATH.jsonl")
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}, gsm8k:PATH.jsonl or MODULE:FUNCTION")
     return TASKS[name](**kwargs)
+
+
+def _task_from_module(name: str, **kwargs) -> Task:
+    """``package.module:function[:key=value...]``: the Task that function returns (integer values
+    are passed as ints). A task defined in your own code, named by a string a TrainConfig can carry."""
+    module, function, *options = name.split(":")
+    try:
+        fn = getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"bad task {name!r}: {e}; write MODULE:FUNCTION with an importable module and a function in it") from None
+    for part in options:
+        key, eq, value = part.partition("=")
+        if not eq or not key.isidentifier():
+            raise ValueError(f"bad task option {part!r} in {name!r}; write key=value")
+        kwargs[key] = int(value) if re.fullmatch(r"-?\d+", value) else value
+    task = fn(**kwargs)
+    if not isinstance(task, Task):
+        raise ValueError(f"task {name!r} returned {type(task).__name__}, not a rlalgos.tasks.Task")
+    return task

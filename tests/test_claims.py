@@ -45,7 +45,10 @@ def test_every_claim_is_well_formed():
             outs = nb["cells"][int(cell)].get("outputs", [])
             assert any("image/png" in o.get("data", {}) for o in outs), f"{c.id}: {c.figure} holds no figure"
         if c.arms:
-            assert c.base in c.arms and c.run_dir, c.id
+            assert (c.base in c.arms or c.fit) and c.run_dir, c.id  # a fit (pass@k against the base model) may have no base arm
+            assert set(c.train) <= set(c.arms), f"{c.id}: train settings for arms it does not have"
+            for e in c.expects:  # `claims run` computes every comparison the claim makes: none may name an arm it does not train
+                assert e.arm in c.arms and (e.base or c.base) in c.arms, f"{c.id}: {e.arm} vs {e.base or c.base} names an arm not in its arms"
         for e in c.expects:
             assert e.direction in (1, -1), c.id
 
@@ -82,6 +85,27 @@ def test_run_claim_end_to_end_at_tiny_settings(tmp_path):
         claims.run_claim("rloo-matches-grpo", **{**kw, "steps": 3})
 
 
+def test_the_passk_claim_samples_each_checkpoint_and_the_base_model(tmp_path, monkeypatch):
+    """rl-sharpens at tiny settings: two arms, one seed, one step; pass@1 and pass@n of each checkpoint
+    against the base model on the same prompts, the samples cached next to each model and read back."""
+    from rlalgos.workbook import measures
+
+    monkeypatch.setattr(measures, "PASSK_N", 4)
+    monkeypatch.setattr(measures, "PASSK_PROMPTS", 2)
+    kw = dict(seeds=[0], out_dir=tmp_path / "out", runs_dir=tmp_path / "runs", progress=False, steps=1, prompts_per_step=2, group_size=2, eval_prompts=2, eval_samples=1)
+    with pytest.warns(UserWarning, match="a verdict needs at least 3"):
+        record = claims.run_claim("rl-sharpens", **kw)
+    rows = {(e["arm"], e["metric"]): e for e in record["effects"]}
+    assert set(rows) == {(a, m) for a in ("grpo", "dapo") for m in ("pass@1", "pass@4")}
+    for (arm, metric), e in rows.items():
+        assert e["base"] == measures.BASE_MODEL and e["headline"] == (metric == "pass@1") and e["direction"] == (1 if metric == "pass@1" else -1)
+        assert 0 <= e["arm_mean"] <= 1 and 0 <= e["base_mean"] <= 1 and abs(e["diff"] - (e["arm_mean"] - e["base_mean"])) < 1e-6
+    run = tmp_path / "runs" / "rl-sharpens" / "grpo" / "seed0"
+    assert (run / "passk_n4_p2.csv").exists() and (run.parent / "base_passk_n4_p2.csv").exists()
+    with pytest.warns(UserWarning):
+        assert claims.run_claim("rl-sharpens", **kw)["effects"] == record["effects"]  # runs and samples read back
+
+
 def test_a_claim_measured_on_rollouts_runs_without_training(tmp_path):
     """The truncation census on one seed: sampled again from the base model, paired against "a
     truncated answer is wrong" (0), with no run folder written; training overrides are refused."""
@@ -99,7 +123,7 @@ def test_a_claim_measured_on_rollouts_runs_without_training(tmp_path):
     (["claims", "run", "no-such-claim"], "unknown claim 'no-such-claim'"),
     (["claims", "run", "rloo-matches-grpo", "--seeds", "1,,x"], "--seeds must be comma-separated"),
     (["claims", "run", "rloo-matches-grpo", "--seeds", "1,1,2"], "names a seed twice"),
-    (["claims", "run", "reward-hacking"], "has no arms to train here"),
+    (["claims", "run", "truncated-not-wrong", "--steps", "2"], "takes no training overrides"),
 ])
 def test_cli_bad_inputs_are_one_line_exit_2(argv, msg, capsys):
     assert main(argv) == 2

@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from ..config import TRAP_MODEL_DIR, TrainConfig, make_config
-from .measures import BUDGET, SAMPLED, SIGNAL_ONLY
+from .measures import BASE_MODEL, BUDGET, SAMPLED, SIGNAL_ONLY
 from .stats import paired_effect, paired_values, t975
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ class Claim:
     model: str = ""
     shared: Mapping = field(default_factory=dict)
     arms: Mapping = field(default_factory=dict)
-    train: Mapping = field(default_factory=dict)  # arm -> TrainConfig settings of that arm alone (e.g. how it samples), on top of ``shared``
+    train: Mapping = field(default_factory=dict)  # arm -> TrainConfig settings of that arm alone (how it samples, its task), on top of ``shared``
     base: str = ""
     expects: tuple[Expect, ...] = ()
     quotes: tuple[Quote, ...] = ()
@@ -111,7 +111,6 @@ class Claim:
     test: str = ""
     names: Mapping = field(default_factory=dict)
     folders: Mapping = field(default_factory=dict)
-    not_runnable: str = ""
     stated: str = ""
     measure: str = ""  # measured on the base model's rollouts, not by training arms: a name in rlalgos.workbook.measures.MEASURES
     fit: str = ""  # a law fitted over every step of the trained arms' runs: a name in rlalgos.workbook.measures.FITS
@@ -123,8 +122,8 @@ class Claim:
         for arm, (algo, options) in self.arms.items():
             for s in seeds:
                 where = (Path(runs_dir) / self.id / arm / f"seed{s}") if runs_dir else ROOT / self.run_dir.format(arm=self.folders.get(arm, arm), seed=s)
-                cfg = TrainConfig(algo=algo, task=self.task, model=self.model, seed=s, out_dir=str(where), progress=False,
-                                  **{**self.shared, **self.train.get(arm, {}), **overrides})
+                cfg = TrainConfig(algo=algo, seed=s, out_dir=str(where), progress=False,
+                                  **{"task": self.task, "model": self.model, **self.shared, **self.train.get(arm, {}), **overrides})
                 out.append((arm, s, cfg, make_config(algo, **options)))
         return out
 
@@ -162,6 +161,10 @@ def _nb04(*arms: str, cell: int) -> dict:
 
 NB06 = dict(notebook="06_troubleshooting.ipynb", task="addition", run_dir="runs/nb06/{arm}/seed{seed}", base="baseline",
             shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=15))
+_TS = "rlalgos.workbook.troubleshooting:"  # notebook 06's tasks, by name (that module)
+_NB06_OVERLONG = ("dapo", dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", kl_coef=0.04, lr=3e-4,
+                               overlong_penalty=True, overlong_buffer=16, overlong_filter=True))
+NB06_MONITOR_THRESHOLD = 0.1318  # notebook 06 (e): 80% of the baseline's first-batch entropy over seeds 0-2, as it printed it
 NB08 = dict(notebook="08_after_dapo.ipynb", task="addition:terms=2-6", run_dir="runs/nb08/{arm}/seed{seed}", base="grpo",
             shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=10),
             figure="")
@@ -252,6 +255,7 @@ DRGRPO = "Dr. GRPO (Liu et al. 2025, arXiv:2503.20783)"
 GRPO_PAPER = "DeepSeekMath GRPO (Shao et al. 2024, arXiv:2402.03300)"
 CUI = "Cui et al. 2025, arXiv:2505.22617"
 PPO_PAPER = "PPO (Schulman et al. 2017, arXiv:1707.06347)"
+_PASSK_LINE = r"\s(?P<diff>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<lo>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<hi>[+-]?[\d.]+)$"  # notebook 09's pass@k table: k = 1's diff, ci_low, ci_high
 MECH = dict(notebook="04_improved_grpo.ipynb", figure="notebooks/04_improved_grpo.ipynb#cell-34")  # measured on the base model's rollouts (rlalgos.workbook.measures)
 SPEED = "docs/speed.md"
 
@@ -308,12 +312,15 @@ CLAIMS: tuple[Claim, ...] = (
           quotes=(Quote("eval_entropy                       0.403        0.266  [0.282, 0.269, 0.248]"),
                   Quote("eval_accuracy/easy                 0.753        0.188  [0.199, 0.253, 0.112]"),
                   Quote("eval_scratchpad_frac/hard          0.076        0.448  [0.439, 0.532, 0.374]"))),
-    Claim("rl-sharpens", "RL sharpens: it wins at small k, the base model at large k", "Yue et al. 2025, arXiv:2504.13837", "end-to-end",
-          "reproduced: pass@1 up, pass@256 never above the base model; in the trap far below it", stated="reproduced (pass@k paired by prompt)",
-          notebook="09_exploration.ipynb", figure="notebooks/09_exploration.ipynb#cell-28",
-          not_runnable="pass@k from 256 samples per prompt of notebook 09's trained checkpoints (section 5); the notebook computes it",
-          quotes=(Quote("default task: grpo      0.109 -0.017 -0.010  0.069 -0.045 -0.031   0.148"),
-                  Quote("default task: dapo      0.102 -0.028 -0.010  0.067 -0.057 -0.031   0.138"),
+    Claim("rl-sharpens", "RL sharpens: it raises pass@1, not pass@k at large k, where the base model catches up", "Yue et al. 2025, arXiv:2504.13837", "end-to-end",
+          "reproduced: pass@1 up beyond the noise, pass@256 level with the base model (within noise, never above it); in the trap the trained models end below the base model at every k",
+          notebook="09_exploration.ipynb", figure="notebooks/09_exploration.ipynb#cell-28", fit="passk", task="addition",
+          run_dir="runs/exploration_default/{arm}_s{seed}", shared=dict(steps=30, eval_every=0, eval_prompts=200, eval_samples=4, save_every=0),
+          arms={"grpo": ("grpo", {}), "dapo": ("dapo", {})},  # notebook 09's default-task runs (32 prompts x 8 per step, each algorithm's defaults)
+          quotes=(Quote("default task: grpo      0.109 -0.017 -0.010  0.069 -0.045 -0.031   0.148", arm="grpo", base=BASE_MODEL, metric="pass@1", direction=+1,
+                        pattern=_PASSK_LINE),
+                  Quote("default task: dapo      0.102 -0.028 -0.010  0.067 -0.057 -0.031   0.138", arm="dapo", base=BASE_MODEL, metric="pass@1", direction=+1,
+                        pattern=_PASSK_LINE),
                   Quote("vanilla                -0.290 -0.332 -0.333 -0.408 -0.477 -0.468  -0.172"))),
     Claim("clip-higher-trap", "Clip-higher grows the rare strategy in a regime built for exploration", DAPO, "end-to-end",
           "not at this scale, even here: the clip almost never binds on the tokens it is for", **_nb09("clip_higher"),
@@ -413,7 +420,8 @@ CLAIMS: tuple[Claim, ...] = (
           quotes=(Quote("reaches the target, because its overlong penalty teaches it to drop the working.", file=SPEED),)),
     Claim("reward-hacking", "A reward that pays for something other than correctness gets gamed: reward up, accuracy down", "reward over-optimisation (Gao et al. 2022, arXiv:2210.10760)",
           "end-to-end", "reproduced; a KL term slows the slide but does not stop it", **NB06, figure="notebooks/06_troubleshooting.ipynb#cell-9",
-          not_runnable="its reward (correct + concise) is defined inside notebook 06; rerun the notebook",
+          arms={"baseline": ("grpo", {}), "a_concise": ("grpo", {}), "a_concise_kl": ("grpo", {"kl_coef": 0.5})},
+          train={"a_concise": {"task": _TS + "concise_task"}, "a_concise_kl": {"task": _TS + "concise_task"}},
           expects=(Expect("a_concise", "reward_mean", +1), Expect("a_concise", "eval_accuracy", -1),
                    Expect("a_concise_kl", "eval_accuracy", +1, base="a_concise", headline=False))),
     Claim("lr-collapse", "Too large a learning rate collapses training", PPO_PAPER, "end-to-end", "reproduced", **NB06,
@@ -422,17 +430,24 @@ CLAIMS: tuple[Claim, ...] = (
           expects=(Expect("b_lr3e-3", "eval_accuracy", -1), Expect("b_lr3e-3", "kl", +1, headline=False))),
     Claim("length-runaway", "A length-biased reward makes length run away; overlong shaping holds it", DAPO, "end-to-end",
           "reproduced (shaping holds length; it cannot make a reward that ignores correctness teach it)", **NB06,
-          figure="notebooks/06_troubleshooting.ipynb#cell-21", not_runnable="its length-paying judge is defined inside notebook 06; rerun the notebook",
+          figure="notebooks/06_troubleshooting.ipynb#cell-21",
+          arms={"baseline": ("grpo", {}), "c_verbose": ("grpo", {"lr": 3e-4}), "c_verbose_overlong": _NB06_OVERLONG},
+          train={"c_verbose": {"task": _TS + "verbose_task"}, "c_verbose_overlong": {"task": _TS + "verbose_task"}},
           expects=(Expect("c_verbose", "completion_len", +1), Expect("c_verbose_overlong", "completion_len", -1, base="c_verbose"),
                    Expect("c_verbose_overlong", "eval_accuracy", +1, base="c_verbose", headline=False))),
     Claim("too-hard-prompts", "Too-hard prompts give all-equal groups and no gradient; medium-difficulty prompts restore the signal", DAPO, "end-to-end", "reproduced", **NB06,
-          figure="notebooks/06_troubleshooting.ipynb#cell-26", not_runnable="its prompt pools are built inside notebook 06; rerun the notebook",
+          figure="notebooks/06_troubleshooting.ipynb#cell-26",
+          arms={"baseline": ("grpo", {}), "d_too_hard": ("grpo", {}), "d_medium": ("grpo", {})},
+          train={"d_too_hard": {"task": _TS + "too_hard_task"}, "d_medium": {"task": _TS + "medium_task"}},
           expects=(Expect("d_too_hard", "zero_std_frac", +1), Expect("d_medium", "zero_std_frac", -1, base="d_too_hard"),
                    Expect("d_medium", "eval_accuracy", +1, base="d_too_hard", headline=False))),
     Claim("entropy-monitor", "A hard push (no KL, lr 2e-4, 4 minibatches) collapses entropy; an entropy monitor fixes it", DAPO, "end-to-end",
           "partial: a small entropy drop and an accuracy cost reproduce; collapse in the strong sense and the monitor's fix do not at this scale", **NB06,
           figure="notebooks/06_troubleshooting.ipynb#cell-28",
-          arms={"baseline": ("grpo", {}), "e_sharpen": ("grpo", {"lr": 2e-4, "kl_coef": 0.0, "minibatches": 4})},
+          arms={"baseline": ("grpo", {}), "e_sharpen": ("grpo", {"lr": 2e-4, "kl_coef": 0.0, "minibatches": 4}),
+                "e_monitor": ("dapo", {"clip_high": 0.2, "loss_agg": "seq-mean-token-mean", "dynamic_sampling": "off", "overlong_penalty": False,
+                                       "entropy_threshold": NB06_MONITOR_THRESHOLD, "entropy_action": "temperature", "temperature_step": 0.1,
+                                       "max_temperature": 1.5, "lr": 2e-4, "kl_coef": 0.0, "minibatches": 4})},
           expects=(Expect("e_sharpen", "eval_entropy", -1), Expect("e_monitor", "eval_entropy", +1, base="e_sharpen"),
                    Expect("e_sharpen", "eval_accuracy", -1, headline=False))),
     Claim("critic-cost", "Dropping the critic saves memory and time", GRPO_PAPER, "end-to-end", "reproduced (a cost, deterministic)",
@@ -748,8 +763,8 @@ def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int
         print(f"{claim.id}: {claim.test} {'passed' if passed else 'FAILED'} (published: {published.get('verdict', '-')})")
         record = {**_record(claim, [], [], numbers_from="pytest"), "verdict": "exact" if passed else "test failed", "passed": passed}
         return _write_record(record, out_dir, publish)
-    if claim.not_runnable or not (claim.arms or claim.measure):
-        raise ValueError(f"claim {claim.id} has no arms to train here: {claim.not_runnable or 'see its notebook'}")
+    if not (claim.arms or claim.measure):
+        raise ValueError(f"claim {claim.id} has no arms to train and nothing to measure; see its notebook")
     seeds = parse_seeds(seeds) if isinstance(seeds, str) else tuple(seeds or claim.seeds)
     if len(seeds) < MIN_SEEDS:
         warnings.warn(f"{len(seeds)} seed(s): a verdict needs at least {MIN_SEEDS}; the numbers are a smoke run", stacklevel=2)
@@ -784,13 +799,12 @@ def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, o
     source = "runs: " + str(Path(runs[0][2].out_dir).parent.parent)
     for e in claim.expects:
         base = e.base or claim.base
-        if e.arm in groups and base in groups:
-            effects.append(_row_effect(e.arm, base, e.metric, e.direction, e.headline, paired_effect(groups[base], groups[e.arm], e.metric, e.tail), seeds, source))
+        effects.append(_row_effect(e.arm, base, e.metric, e.direction, e.headline, paired_effect(groups[base], groups[e.arm], e.metric, e.tail), seeds, source))
     if claim.fit:  # a law over every step of the runs (its own interval), not a pairing by seed
         from .measures import FITS
 
         for f in FITS[claim.fit](groups):
-            effects.append({**_row_effect(f["arm"], f["base"], f["metric"], -1, f["headline"], f, seeds, f"fit: rlalgos.workbook.measures.{claim.fit} over the {source}"),
+            effects.append({**_row_effect(f["arm"], f["base"], f["metric"], f.get("direction", -1), f["headline"], f, seeds, f"fit: rlalgos.workbook.measures.{claim.fit} over the {source}"),
                             "fit": f["fit"]})
     return effects
 

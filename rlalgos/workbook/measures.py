@@ -10,10 +10,11 @@ against all it sampled, or the truncated answers against "a truncated answer is 
 
     measure(seeds) -> {arm: {metric: [value per seed]}}
 
-A *fit* is the other kind of number here: a law checked over every step of a claim's trained
-runs rather than paired by seed. :data:`FITS` holds those (the entropy-covariance law of
-notebook 09, section 3), as functions of the runs' metrics by arm, returning effect rows whose
-interval is the fit's own 95% interval.
+A *fit* is the other kind of number here: one computed from a claim's trained runs as a whole
+rather than paired by seed. :data:`FITS` holds those, as functions of the runs' metrics by arm
+returning effect rows whose interval is the fit's own 95% interval: the entropy-covariance law
+over every step (notebook 09, section 3), and pass@k of the trained checkpoints against the base
+model, paired by prompt (notebook 09, section 5).
 """
 
 from __future__ import annotations
@@ -115,4 +116,51 @@ def entropy_fit(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
     return rows + [row(arm, dfs, False) for arm, dfs in groups.items()]
 
 
-FITS: dict[str, Callable[[Mapping[str, Sequence[pd.DataFrame]]], list[dict]]] = {"entropy_fit": entropy_fit}
+PASSK_N = 256  # samples per prompt for pass@k (notebook 09, section 5); pass@k for every k <= n from the same samples
+PASSK_PROMPTS = 32  # test prompts, the first of the split (half easy, half hard on the trap task)
+BASE_MODEL = "the base model"
+
+
+def passk_effect(arm_prompts: Sequence[pd.DataFrame], base_prompts: Sequence[pd.DataFrame], k: int) -> dict:
+    """Arm minus base pass@k, paired by prompt, each side first averaged over its seeds' tables
+    (:func:`rlalgos.workbook.exploration.per_prompt`, the same prompts in each): the mean over
+    prompts and its 95% normal interval over prompts (notebook 09's ``passk_effect``)."""
+    import math
+
+    def pooled(tables):
+        return pd.concat([t.set_index("prompt")[f"pass@{k}"] for t in tables]).groupby(level=0).mean()
+
+    arm, base = pooled(arm_prompts), pooled(base_prompts)
+    d = arm - base
+    half = 1.96 * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+    return {"arm_mean": float(arm.mean()), "base_mean": float(base.mean()), "diff": float(d.mean()), "ci_low": float(d.mean()) - half, "ci_high": float(d.mean()) + half,
+            "prompts": len(d)}
+
+
+def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
+    """Yue et al.'s question of each trained arm: its checkpoints' pass@1 and pass@n against the base
+    model's on the same :data:`PASSK_PROMPTS` test prompts, :data:`PASSK_N` samples each (cached next to
+    each model, under the names notebook 09 uses, so its samples are read back), paired by prompt
+    (:func:`passk_effect`). RL that sharpens raises pass@1 (the headline) and does not raise pass@n."""
+    from pathlib import Path
+
+    from ..engine.runs import run_config
+    from .exploration import balanced_rows, model_samples, per_prompt
+
+    rows = []
+    for arm, dfs in groups.items():
+        train = run_config(dfs[0])["train"]
+        task = get_task(train["task"])
+        prompts = balanced_rows(task, PASSK_PROMPTS)
+        name = f"passk_n{PASSK_N}_p{len(prompts)}.csv"
+        ks = (1, PASSK_N)
+        base = per_prompt(model_samples(train["model"] or None, Path(dfs[0].run_dir).parent / f"base_{name}", task, prompts, PASSK_N), ks)
+        trained = [per_prompt(model_samples(Path(df.run_dir) / "checkpoint", Path(df.run_dir) / name, task, prompts, PASSK_N), ks) for df in dfs]
+        for k, direction in ((1, +1), (PASSK_N, -1)):
+            e = passk_effect(trained, [base], k)
+            rows.append({"arm": arm, "base": BASE_MODEL, "metric": f"pass@{k}", "direction": direction, "headline": k == 1, **e,
+                         "fit": {"prompts": e["prompts"], "samples_per_prompt": PASSK_N, "interval": "95% normal, over prompts (seeds pooled)"}})
+    return rows
+
+
+FITS: dict[str, Callable[[Mapping[str, Sequence[pd.DataFrame]]], list[dict]]] = {"entropy_fit": entropy_fit, "passk": passk}
