@@ -52,10 +52,16 @@ def run_one(spec: str, seed: int, args) -> pd.DataFrame:
         df = load_metrics(run_dir)
         if df["step"].max() == args.steps:
             return df
+    return train(*config_for(spec, seed, args))
+
+
+def config_for(spec: str, seed: int, args) -> tuple[TrainConfig, object]:
+    """The (TrainConfig, algorithm config) of one run. At the defaults, grpo:minibatches=4 and
+    dapo:minibatches=4 are the registry's dapo-default-regime runs (tests/test_claims.py checks it)."""
     algo, options = parse_algo_spec(spec)
     cfg = TrainConfig(algo=algo, task=args.task, max_new_tokens=args.max_new_tokens, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
-                      eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir), overwrite=True, progress=not args.quiet)
-    return train(cfg, make_config(algo, **options))
+                      eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir_for(spec, seed, args)), overwrite=True, progress=not args.quiet)
+    return cfg, make_config(algo, **options)
 
 
 def curve(df: pd.DataFrame, group_size: int, prompts: int) -> pd.DataFrame:
@@ -89,7 +95,7 @@ def mean_curve(curves: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--algos", default="reinforce,ppo,grpo,dapo", help="comma-separated; options after colons, e.g. dapo:minibatches=4")
     p.add_argument("--seeds", default="0,1,2")
@@ -104,7 +110,11 @@ def main() -> None:
     p.add_argument("--out-dir", default="runs/bench/learning")
     p.add_argument("--reuse", action="store_true", help="read finished runs from --out-dir instead of training again")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = parser().parse_args()
     algos = [a for a in args.algos.split(",") if a]
     seeds = [int(s) for s in args.seeds.split(",") if s]
     info = machine_info()

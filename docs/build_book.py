@@ -16,6 +16,8 @@ and then runs mkdocs with mkdocs.yml (strict: any warning fails the build). Two 
 make the book work offline: MathJax is served from the book itself, and the notebooks'
 ipywidgets outputs (tqdm progress bars, which would need a widget manager from a CDN)
 are shown as the text of their saved final state. Nothing else in a notebook is changed.
+
+    python docs/build_book.py --settle notebooks/04_improved_grpo.ipynb   # the same text, in the .ipynb itself
 """
 
 from __future__ import annotations
@@ -53,6 +55,36 @@ def widget_text(model_id: str, state: dict) -> str | None:
             return None
         return ("" if name == "HBoxModel" else "\n").join(parts)
     return None
+
+
+def settle_widget_text(nb: dict) -> int:
+    """Set each widget output's ``text/plain`` (what a viewer without widgets, such as a code-hosting
+    site, shows) to the text of the widget's saved final state. Jupyter saves the text of a tqdm bar as
+    it was drawn, at 0%, and only the widget state knows the end. Returns how many outputs changed."""
+    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    changed = 0
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data:
+                text = widget_text(data[WIDGET_VIEW].get("model_id", ""), state)
+                plain = data.get("text/plain", "")
+                if text is not None and ("".join(plain) if isinstance(plain, list) else plain) != text:
+                    data["text/plain"] = [text]
+                    changed += 1
+    return changed
+
+
+def settle(paths: list[Path]) -> int:
+    """:func:`settle_widget_text` of each notebook file, written back in place (only when something changed)."""
+    total = 0
+    for path in paths:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        if (n := settle_widget_text(nb)):
+            Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            print(f"{path}: {n} progress bar(s) set to their final state")
+        total += n
+    return total
 
 
 def stage_notebook(src: Path, dst: Path) -> None:
@@ -122,7 +154,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--site-dir", default=str(ROOT / "build" / "book"), help="where the book goes")
     ap.add_argument("--stage-dir", default=None, help="where the sources are staged (default: SITE_DIR_src)")
     ap.add_argument("--no-strict", action="store_true", help="do not fail on mkdocs warnings")
+    ap.add_argument("--settle", nargs="+", metavar="NOTEBOOK", help="only set these notebooks' saved progress bars to their final state (make notebooks does), then stop")
     args = ap.parse_args(argv)
+    if args.settle:
+        settle([Path(p) for p in args.settle])
+        return
     site = build(args.site_dir, args.stage_dir, strict=not args.no_strict)
     print(f"the book is in {site}: view it with  python -m http.server -d {site}  "
           "and open http://localhost:8000")

@@ -50,6 +50,16 @@ def _require(module: str, install: str) -> None:
         pytest.skip(f"the book test needs {module}: {install}")
 
 
+def _build_book():
+    """docs/build_book.py as a module (docs/ is not a package)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import build_book
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    return build_book
+
+
 def image_outputs(nb_path: Path) -> int:
     """How many image outputs a notebook's committed cells hold."""
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
@@ -84,11 +94,7 @@ def site(built_once):
         _require(module, 'pip install -e ".[docs]"')
     _require("playwright", 'pip install -e ".[test]" (the Python package only; no `playwright install`)')
 
-    sys.path.insert(0, str(ROOT / "docs"))
-    try:
-        import build_book
-    finally:
-        sys.path.remove(str(ROOT / "docs"))
+    build_book = _build_book()
     # built once per session (conftest's built_once: under pytest-xdist the first worker builds, the other waits)
     site_dir = built_once("book", lambda out: build_book.build(out / "site", out / "src")) / "site"
 
@@ -188,6 +194,15 @@ def test_relative_links_in_the_markdown_exist(md):
         if not (md.parent / path).exists():
             missing.append(target)
     assert not missing, f"{md.name}: links to files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_saved_progress_bars_show_where_they_ended(nb):
+    """A tqdm bar is saved as text at 0% and as a widget state at its end: a viewer without widgets
+    (a code-hosting site) shows the text, so the text must be the end (make notebooks settles it)."""
+    build_book = _build_book()
+    assert build_book.settle_widget_text(json.loads(nb.read_text(encoding="utf-8"))) == 0, \
+        f"{nb.name}: a progress bar's saved text is not its final state; run python docs/build_book.py --settle {nb.relative_to(ROOT)}"
 
 
 def _notebook_url(base: str, nb: Path) -> str:

@@ -180,20 +180,28 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
             seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
         raise _Captured
 
+    def train_stub(cfg, algo_cfg=None, **kwargs):  # a notebook that trains one run at a time (05): record it, hand back a stand-in
+        import pandas as pd
+
+        seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+        return pd.DataFrame({"step": [0, cfg.steps], "eval_accuracy": [0.0, 0.0], "step_seconds": [0.0, 0.0]})
+
+    stubs = dict(run_many=stub, run_or_reuse=stub, train=train_stub)
     g = {"display": lambda *a, **k: None}
     for i in cells:
         src = "".join(nb["cells"][i]["source"])
-        g.update(run_many=stub, run_or_reuse=stub)
+        g.update(stubs)
         try:
             exec(compile(src, f"{notebook}[{i}]", "exec"), g)
         except _Captured:
             pass
-        g.update(run_many=stub, run_or_reuse=stub)  # after an imports cell has bound the real ones
+        g.update(stubs)  # after an imports cell has bound the real ones
     return seen
 
 
 @pytest.mark.parametrize("notebook, cells", [("04_improved_grpo.ipynb", [1, 2, 16, 48]), ("08_after_dapo.ipynb", [1, 2, 12]),
-                                             ("07_reward_model.ipynb", [1, 2, 10]), ("10_engines.ipynb", [1, 2, 9, 21])])
+                                             ("07_reward_model.ipynb", [1, 2, 10]), ("10_engines.ipynb", [1, 2, 9, 21]),
+                                             ("05_side_by_side.ipynb", [1, 2, 8])])
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
     """Every claim measured in these notebooks names exactly the runs the notebook trains: the same folder, the same
     TrainConfig (all but out_dir / overwrite / progress) and the same algorithm config. So `claims run` on the
@@ -216,3 +224,30 @@ def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
             strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
             assert strip(cfg) == strip(nb_cfg), f"{claim.id}: {arm} seed {seed}: TrainConfig differs from {notebook}'s"
             assert asdict(algo_cfg) == asdict(nb_algo) and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from {notebook}'s"
+
+
+def test_the_learning_benchmark_trains_the_registry_runs_of_its_claim():
+    """dapo-default-regime's runs are benchmarks/learning_efficiency.py's at its defaults: the same folders
+    and settings, so the benchmark's finished runs are what `claims run dapo-default-regime` reads back."""
+    import importlib.util
+    import os
+    from dataclasses import asdict
+
+    from rlalgos.workbook.exploration import IGNORED
+
+    import sys
+
+    spec = importlib.util.spec_from_file_location("learning_efficiency", claims.ROOT / "benchmarks" / "learning_efficiency.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(claims.ROOT / "benchmarks"))  # its _common
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(claims.ROOT / "benchmarks"))
+    args = bench.parser().parse_args([])
+    claim = claims.get_claim("dapo-default-regime")
+    strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
+    for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+        b_cfg, b_algo = bench.config_for(claim.folders[arm].replace("-", ":"), seed, args)
+        assert os.path.normpath(claims.ROOT / b_cfg.out_dir) == os.path.normpath(cfg.out_dir), arm
+        assert strip(b_cfg) == strip(cfg) and asdict(b_algo) == asdict(algo_cfg), f"{arm} seed {seed}"
