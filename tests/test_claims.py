@@ -251,3 +251,57 @@ def test_the_learning_benchmark_trains_the_registry_runs_of_its_claim():
         b_cfg, b_algo = bench.config_for(claim.folders[arm].replace("-", ":"), seed, args)
         assert os.path.normpath(claims.ROOT / b_cfg.out_dir) == os.path.normpath(cfg.out_dir), arm
         assert strip(b_cfg) == strip(cfg) and asdict(b_algo) == asdict(algo_cfg), f"{arm} seed {seed}"
+
+
+def test_notebook_06s_runs_are_the_registrys(monkeypatch):
+    """Notebook 06 trains through its own helpers (``run`` on its named tasks, ``run_side_by_side``): its
+    settings cells and every line of its job cells that calls them or sets a constant, executed with the
+    helpers replaced by a recorder (nothing is trained), give exactly the registry's runs. The entropy
+    monitor's threshold is the one setting computed from the notebook's own baseline runs: the registry
+    holds the value the committed run printed."""
+    import ast
+    import os
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    from rlalgos.workbook.exploration import IGNORED
+
+    monkeypatch.delenv("RLALGOS_FAST", raising=False)
+    monkeypatch.chdir(claims.NOTEBOOKS)
+    nb = json.loads((claims.NOTEBOOKS / "06_troubleshooting.ipynb").read_text(encoding="utf-8"))
+    g: dict = {"display": lambda *a, **k: None}
+    for i in (1, 2):
+        exec(compile("".join(nb["cells"][i]["source"]), f"06[{i}]", "exec"), g)
+    seen: dict = {}
+
+    def record(label, algo, algo_cfg, **kw):
+        for s in g["SEEDS"]:
+            cfg = g["_config"](label, algo, s, **kw)
+            seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+
+    g["run"] = lambda label, algo, algo_cfg, task: record(label, algo, algo_cfg, task=task)
+    g["run_side_by_side"] = lambda arms: [record(label, algo, cfg, **kw) for label, (algo, cfg, kw) in arms.items()]
+    g["RUNS"]["baseline"] = [pd.DataFrame({"step": [0, 1], "entropy": [0.0, 0.0]})]  # for the threshold line (not compared)
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code" or i in (1, 2):
+            continue
+        for stmt in ast.parse("".join(cell["source"])).body:
+            text = ast.unparse(stmt)
+            constant = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in stmt.targets)
+            if constant or text.startswith(("run(", "run_side_by_side(")):
+                exec(compile(text, f"06[{i}]", "exec"), g)
+    strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
+    mine = [c for c in claims.CLAIMS if c.notebook == "06_troubleshooting.ipynb"]
+    assert len(mine) == 5
+    for claim in mine:
+        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+            key = os.path.normpath(cfg.out_dir)
+            assert key in seen, f"{claim.id}: {arm} seed {seed} is not a run of notebook 06"
+            nb_cfg, nb_algo = seen[key]
+            assert strip(cfg) == strip(nb_cfg), f"{claim.id}: {arm} seed {seed}: TrainConfig differs from notebook 06's"
+            mine_algo, theirs = asdict(algo_cfg), asdict(nb_algo)
+            if arm == "e_monitor":
+                assert mine_algo.pop("entropy_threshold") == claims.NB06_MONITOR_THRESHOLD
+                theirs.pop("entropy_threshold")
+            assert mine_algo == theirs and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from notebook 06's"
