@@ -305,3 +305,30 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
                 assert mine_algo.pop("entropy_threshold") == claims.NB06_MONITOR_THRESHOLD
                 theirs.pop("entropy_threshold")
             assert mine_algo == theirs and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from notebook 06's"
+
+
+def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
+    """`claims run ID --seeds 20,21,22` for every claim, checked without training: every run it would
+    train validates (its TrainConfig and algorithm config, on the seeds' folders), every task and model
+    it names loads, every measure or fit it names exists, and an exact claim's test exists (the tiny
+    end-to-end runs above train some of them for real)."""
+    from rlalgos.tasks import get_task
+    from rlalgos.workbook import measures, troubleshooting
+
+    monkeypatch.setattr(troubleshooting, "medium_pool", lambda seed=0, pool=256, pool_g=8: ([{"prompt": "1+1=", "answer": "2"}], [0.5]))  # no sampling here
+    tasks: dict = {}
+    for c in claims.CLAIMS:
+        if c.kind == "exact":
+            path, _, name = c.test.partition("::")
+            assert f"def {name.split('[')[0]}(" in (claims.ROOT / path).read_text(encoding="utf-8"), c.id
+            continue
+        assert c.arms or c.measure, f"{c.id}: nothing to train or measure"
+        assert not c.measure or c.measure in measures.MEASURES, c.id
+        assert not c.fit or c.fit in measures.FITS, c.id
+        for arm, seed, cfg, algo_cfg in c.train_configs((20, 21, 22)):
+            cfg.validate()
+            algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
+            assert cfg.model == "" or (claims.ROOT / cfg.model / "config.json").exists() or (claims.Path(cfg.model) / "config.json").exists(), f"{c.id}: {cfg.model}"
+            assert not cfg.reward_model or (claims.Path(cfg.reward_model) / "config.json").exists(), f"{c.id}: {cfg.reward_model}"
+            if cfg.task not in tasks:
+                tasks[cfg.task] = get_task(cfg.task)
