@@ -375,8 +375,8 @@ CLAIMS: tuple[Claim, ...] = (
           expects=(Expect("kl_off", "kl", +1), Expect("kl_0.4", "kl", -1), Expect("kl_0.4", "eval_entropy", +1, headline=False),
                    Expect("kl_0.4", "eval_completion_len", -1, headline=False), Expect("kl_0.4", "eval_accuracy", -1, headline=False))),
     Claim("kl-penalty-high-lr", "... the KL penalty at a higher learning rate (lr 3e-4, beta 0 / 0.04 / 0.4)", GRPO_PAPER, "end-to-end",
-          "partial: beta 0.4 holds entropy and length nearer the base model (beyond the spread) but neither the measured KL nor accuracy moves beyond it in 40 steps",
-          stated="partial (an earlier session; no committed printout)", task="addition", base="beta0.04", figure="notebooks/04_improved_grpo.ipynb#cell-58",
+          "partial: beta 0.4 holds entropy and length nearer the base model (beyond the spread) but the measured KL does not move beyond it in 40 steps "
+          "(published by `rlalgos claims run kl-penalty-high-lr --publish`, 2026-12-02)", task="addition", base="beta0.04", figure="notebooks/04_improved_grpo.ipynb#cell-58",
           shared=dict(steps=40, prompts_per_step=16, group_size=8), run_dir="runs/kl_high_lr/{arm}/seed{seed}",
           arms={"beta0": ("grpo", {"lr": 3e-4, "kl_coef": 0.0}), "beta0.04": ("grpo", {"lr": 3e-4, "kl_coef": 0.04}), "beta0.4": ("grpo", {"lr": 3e-4, "kl_coef": 0.4})},
           expects=(Expect("beta0.4", "kl", -1), Expect("beta0.4", "entropy", +1, headline=False), Expect("beta0.4", "completion_len", -1, headline=False))),
@@ -695,12 +695,17 @@ def regime_text(claim: Claim) -> str:
 
 
 def write_published(json_dir: str | Path = JSON_DIR, ids: Sequence[str] | None = None) -> list[Path]:
-    """:func:`extract_published` of every claim (or of ``ids``) into ``json_dir/<id>.json``."""
+    """:func:`extract_published` of every claim (or of ``ids``) into ``json_dir/<id>.json``. Without
+    ``ids``, a record published by ``rlalgos claims run --publish`` (its numbers are from runs, not
+    from a committed printout) is kept as it is; naming its id replaces it."""
     json_dir = Path(json_dir)
     json_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for claim in [get_claim(i) for i in ids] if ids else CLAIMS:
         path = json_dir / f"{claim.id}.json"
+        if not ids and path.exists() and json.loads(path.read_text(encoding="utf-8")).get("numbers_from") != "committed outputs":
+            print(f"kept {path} (published by rlalgos claims run --publish)")
+            continue
         path.write_text(json.dumps(extract_published(claim), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         paths.append(path)
     return paths
