@@ -683,7 +683,8 @@ def _record(claim: Claim, effects: list[dict], quotes: list[dict], numbers_from:
             "seeds": list(claim.seeds), "regime": regime_text(claim), "arms": {a: [algo, dict(o), *([dict(claim.train[a])] if a in claim.train else [])] for a, (algo, o) in claim.arms.items()}, "base": claim.base,
             "figure": claim.figure, "notebook": f"notebooks/{claim.notebook}" if claim.notebook else "", "runs": claim.run_dir, "test": claim.test,
             "reading": claim.reading, "numbers_from": numbers_from, "effects": effects, "quotes": quotes,
-            **({"measure": f"rlalgos.workbook.measures.{claim.measure}"} if claim.measure else {})}
+            **({"measure": f"rlalgos.workbook.measures.{claim.measure}"} if claim.measure else {}),
+            **({"fit": f"rlalgos.workbook.measures.{claim.fit}"} if claim.fit else {})}
 
 
 def regime_text(claim: Claim) -> str:
@@ -887,6 +888,8 @@ def render_page(records: Mapping[str, dict]) -> str:
             out.append(f"- test: `{r['test']}`")
         if r.get("measure"):
             out.append(f"- measured: `{r['measure']}` on the base model's rollouts at notebook 04's sizes, no training (`rlalgos claims run {r['id']}` samples it again)")
+        if r.get("fit"):
+            out.append(f"- fit: `{r['fit']}`, computed from the trained runs as a whole with its own 95% interval, not paired by seed (`rlalgos claims run {r['id']}` computes it again)")
         out.append(f"- figure: {_link(r['figure'], '../')}")
         out.append(f"- source: {_link(r['notebook'], '../') if r['notebook'] else 'benchmarks/'}" + (f", run folders `{r['runs']}`" if r["runs"] else ""))
         if r["effects"]:
