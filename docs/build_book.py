@@ -90,17 +90,12 @@ def settle(paths: list[Path]) -> int:
 def stage_notebook(src: Path, dst: Path) -> None:
     """Copy a notebook, replacing widget outputs by the text of their saved state."""
     nb = json.loads(src.read_text(encoding="utf-8"))
-    widgets = nb.get("metadata", {}).pop("widgets", None)
-    if widgets is not None:
-        state = widgets.get(WIDGET_STATE, {}).get("state", {})
+    settle_widget_text(nb)
+    if nb.get("metadata", {}).pop("widgets", None) is not None:
         for cell in nb.get("cells", []):
             for out in cell.get("outputs", []):
-                data = out.get("data", {})
-                if WIDGET_VIEW not in data:
-                    continue
-                text = widget_text(data[WIDGET_VIEW].get("model_id", ""), state)
-                plain = data.get("text/plain", "")
-                out["data"] = {"text/plain": text if text is not None else plain}
+                if WIDGET_VIEW in out.get("data", {}):
+                    out["data"] = {"text/plain": out["data"].get("text/plain", "")}
     dst.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
 
 

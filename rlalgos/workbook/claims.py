@@ -37,6 +37,7 @@ import pandas as pd
 from ..config import TRAP_MODEL_DIR, TrainConfig, make_config
 from .measures import BASE_MODEL, BUDGET, SAMPLED, SIGNAL_ONLY
 from .stats import paired_effect, paired_values, t975
+from .troubleshooting import CONCISE, MEDIUM, TOO_HARD, VERBOSE  # notebook 06's tasks, by name
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -161,7 +162,6 @@ def _nb04(*arms: str, cell: int) -> dict:
 
 NB06 = dict(notebook="06_troubleshooting.ipynb", task="addition", run_dir="runs/nb06/{arm}/seed{seed}", base="baseline",
             shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=15))
-_TS = "rlalgos.workbook.troubleshooting:"  # notebook 06's tasks, by name (that module)
 _NB06_OVERLONG = ("dapo", dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", kl_coef=0.04, lr=3e-4,
                                overlong_penalty=True, overlong_buffer=16, overlong_filter=True))
 NB06_MONITOR_THRESHOLD = 0.1318  # notebook 06 (e): 80% of the baseline's first-batch entropy over seeds 0-2, as it printed it
@@ -421,7 +421,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("reward-hacking", "A reward that pays for something other than correctness gets gamed: reward up, accuracy down", "reward over-optimisation (Gao et al. 2022, arXiv:2210.10760)",
           "end-to-end", "reproduced, and again on fresh seeds 20-22 (accuracy -0.350, CI -0.362..-0.338; the KL arm +0.068, CI +0.017..+0.118); a KL term slows the slide but does not stop it", **NB06, figure="notebooks/06_troubleshooting.ipynb#cell-9",
           arms={"baseline": ("grpo", {}), "a_concise": ("grpo", {}), "a_concise_kl": ("grpo", {"kl_coef": 0.5})},
-          train={"a_concise": {"task": _TS + "concise_task"}, "a_concise_kl": {"task": _TS + "concise_task"}},
+          train={"a_concise": {"task": CONCISE}, "a_concise_kl": {"task": CONCISE}},
           expects=(Expect("a_concise", "reward_mean", +1), Expect("a_concise", "eval_accuracy", -1),
                    Expect("a_concise_kl", "eval_accuracy", +1, base="a_concise", headline=False))),
     Claim("lr-collapse", "Too large a learning rate collapses training", PPO_PAPER, "end-to-end", "reproduced", **NB06,
@@ -432,13 +432,13 @@ CLAIMS: tuple[Claim, ...] = (
           "reproduced on seeds 0-2 (shaping holds length; it cannot make a reward that ignores correctness teach it); on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely moved), so the interval includes 0: within noise there", **NB06,
           figure="notebooks/06_troubleshooting.ipynb#cell-21",
           arms={"baseline": ("grpo", {}), "c_verbose": ("grpo", {"lr": 3e-4}), "c_verbose_overlong": _NB06_OVERLONG},
-          train={"c_verbose": {"task": _TS + "verbose_task"}, "c_verbose_overlong": {"task": _TS + "verbose_task"}},
+          train={"c_verbose": {"task": VERBOSE}, "c_verbose_overlong": {"task": VERBOSE}},
           expects=(Expect("c_verbose", "completion_len", +1), Expect("c_verbose_overlong", "completion_len", -1, base="c_verbose"),
                    Expect("c_verbose_overlong", "eval_accuracy", +1, base="c_verbose", headline=False))),
     Claim("too-hard-prompts", "Too-hard prompts give all-equal groups and no gradient; medium-difficulty prompts restore the signal", DAPO, "end-to-end", "reproduced, and again on fresh seeds 20-22 (all-equal share +0.59 on too-hard prompts, -0.77 and accuracy +0.110 with the medium pool)", **NB06,
           figure="notebooks/06_troubleshooting.ipynb#cell-26",
           arms={"baseline": ("grpo", {}), "d_too_hard": ("grpo", {}), "d_medium": ("grpo", {})},
-          train={"d_too_hard": {"task": _TS + "too_hard_task"}, "d_medium": {"task": _TS + "medium_task"}},
+          train={"d_too_hard": {"task": TOO_HARD}, "d_medium": {"task": MEDIUM}},
           expects=(Expect("d_too_hard", "zero_std_frac", +1), Expect("d_medium", "zero_std_frac", -1, base="d_too_hard"),
                    Expect("d_medium", "eval_accuracy", +1, base="d_too_hard", headline=False))),
     Claim("entropy-monitor", "A hard push (no KL, lr 2e-4, 4 minibatches) collapses entropy; an entropy monitor fixes it", DAPO, "end-to-end",
