@@ -16,8 +16,10 @@ never typed, and ``docs/claims.md`` and README.md's summary are generated from t
 by :func:`report`. ``rlalgos claims list | run ID | report`` is the command line;
 :func:`list_claims`, :func:`run_claim` and :func:`report` the same in Python.
 
-Nothing imports this module except the CLI, the tests and ``benchmarks/regimes.py``, whose
-regimes (:data:`REGIMES`) live here, in one home with the claims they measure.
+The experiments live here too, in one home with the claims they measure: notebooks 04, 07 and 08
+build their runs from :data:`NB04_ARMS`, :data:`NB07` and :data:`NB08_ARMS` with :func:`arm_runs`,
+and ``benchmarks/regimes.py`` reads :data:`REGIMES`. Notebooks 05, 06, 09 and 10 keep their job
+cells, and tests check that those train exactly the runs named here.
 """
 
 from __future__ import annotations
@@ -119,14 +121,27 @@ class Claim:
     def train_configs(self, seeds: Sequence[int], runs_dir: str | Path | None = None, **overrides) -> list[tuple[str, int, TrainConfig, object]]:
         """(arm, seed, TrainConfig, algorithm config) of every run, in the notebook's run folders
         (``runs_dir``: under ``runs_dir/<id>/<arm>/seed<k>`` instead)."""
-        out = []
-        for arm, (algo, options) in self.arms.items():
-            for s in seeds:
-                where = (Path(runs_dir) / self.id / arm / f"seed{s}") if runs_dir else ROOT / self.run_dir.format(arm=self.folders.get(arm, arm), seed=s)
-                cfg = TrainConfig(algo=algo, seed=s, out_dir=str(where), progress=False,
-                                  **{"task": self.task, "model": self.model, **self.shared, **self.train.get(arm, {}), **overrides})
-                out.append((arm, s, cfg, make_config(algo, **options)))
-        return out
+        where = str(Path(runs_dir) / self.id / "{arm}" / "seed{seed}") if runs_dir else None
+        train = {arm: {**self.train.get(arm, {}), **overrides} for arm in self.arms}  # what the caller overrides wins over an arm's own settings
+        return arm_runs(self.arms, seeds, where or str(ROOT / self.run_dir), train=train, folders={} if where else self.folders,
+                        overwrite=False, **{"task": self.task, "model": self.model, **self.shared})
+
+
+def arm_runs(arms: Mapping[str, tuple[str, Mapping]], seeds: Sequence[int], out_dir: str, train: Mapping[str, Mapping] | None = None,
+             folders: Mapping[str, str] | None = None, **shared) -> list[tuple[str, int, TrainConfig, object]]:
+    """(arm, seed, TrainConfig, algorithm config) for every arm and seed, arm by arm: the runs of a comparison.
+
+    ``arms``: label -> (algorithm, its config options), e.g. ``{"grpo": ("grpo", {"minibatches": 4})}``;
+    ``out_dir``: each run's folder, with ``{arm}`` and ``{seed}`` filled in (``folders`` renames an arm's folder);
+    ``train``: label -> TrainConfig settings of that arm alone; ``shared``: TrainConfig settings of every arm.
+    Notebooks 04, 07 and 08 build their runs with this from the arms defined here, and so does
+    :meth:`Claim.train_configs`: one definition of each experiment, trained by both.
+    """
+    train, folders = train or {}, folders or {}
+    shared = {"progress": False, "overwrite": True, **shared}
+    return [(arm, s, TrainConfig(algo=algo, seed=s, out_dir=out_dir.format(arm=folders.get(arm, arm), seed=s), **{**shared, **train.get(arm, {})}),
+             make_config(algo, **options))
+            for arm, (algo, options) in arms.items() for s in seeds]
 
 
 # --------------------------------------------------------------------------- #
@@ -165,6 +180,12 @@ NB06 = dict(notebook="06_troubleshooting.ipynb", task="addition", run_dir="runs/
 _NB06_OVERLONG = ("dapo", dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", kl_coef=0.04, lr=3e-4,
                                overlong_penalty=True, overlong_buffer=16, overlong_filter=True))
 NB06_MONITOR_THRESHOLD = 0.1318  # notebook 06 (e): 80% of the baseline's first-batch entropy over seeds 0-2, as it printed it
+NB07 = dict(notebook="07_reward_model.ipynb", figure="notebooks/07_reward_model.ipynb#cell-11", task="addition", base="rmonly", run_dir="runs/nb07/{arm}/seed{seed}",
+            shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=200, eval_samples=4, reward_model=str(ROOT / "data" / "reward_model")),
+            arms={"rmonly": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}), "rm_KL": ("grpo", {"kl_coef": 0.2, "lr": 3e-4}), "rm_rule": ("grpo", {"kl_coef": 0.0, "lr": 3e-4})},
+            train={"rmonly": {"rule_weight": 0.0}, "rm_KL": {"rule_weight": 0.0}, "rm_rule": {"rule_weight": 1.0, "rm_weight": 0.5}},  # which reward each trains on
+            names={"rmonly": "rm only", "rm_KL": "rm + KL", "rm_rule": "rm + rule"})
+"""Notebook 07's three runs on the learned reward model (its arms, the reward each trains on, the notebook's labels)."""
 NB08 = dict(notebook="08_after_dapo.ipynb", task="addition:terms=2-6", run_dir="runs/nb08/{arm}/seed{seed}", base="grpo",
             shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=10),
             figure="")
@@ -194,6 +215,12 @@ def _nb09(*arms: str) -> dict:
 NB10 = dict(notebook="10_engines.ipynb", task="addition:terms=2-6", run_dir="runs/nb10/{arm}_push/seed{seed}", base="grpo", figure="notebooks/10_engines.ipynb#cell-10",
             shared=dict(steps=15, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=0, save_every=0))
 _PUSH = dict(lr=3e-4, epochs=2, minibatches=8)  # notebook 08's push, which notebook 10 reuses
+NB08_ARMS = {  # notebook 08's runs: the main comparison, and the off-policy push for the dual clip
+    **{name: (name, {"minibatches": 4}) for name in ("grpo", "gspo", "drgrpo", "rloo")},
+    "grpo_push": ("grpo", dict(_PUSH)),
+    "dualclip_push": ("dualclip", dict(_PUSH)),
+}
+NB08_TRAIN = {arm: {"steps": 15, "eval_every": 0} for arm in ("grpo_push", "dualclip_push")}  # the push: shorter, evaluated before and after only
 NB10_ARMS = {name: (name, dict(_PUSH)) for name in ("grpo", "cispo", "sapo")}
 NB10_MM = dict(notebook="10_engines.ipynb", task="addition", run_dir="runs/nb10/mismatch/{arm}/seed{seed}", base="fresh", figure="notebooks/10_engines.ipynb#cell-22",
                shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=200, eval_samples=4, eval_every=0, save_every=0))
@@ -459,30 +486,26 @@ CLAIMS: tuple[Claim, ...] = (
                   Quote("ppo                               29.731"), Quote("grpo                              16.516"))),
     Claim("reward-model-overoptimised", "A learned reward model gets over-optimised; KL and a mixed reward hold it", "Gao et al. 2022, arXiv:2210.10760", "end-to-end",
           "reproduced (both fixes slow the slide; neither keeps the base model's accuracy at this learning rate)",
-          notebook="07_reward_model.ipynb", figure="notebooks/07_reward_model.ipynb#cell-11", task="addition", base="rmonly", run_dir="runs/nb07/{arm}/seed{seed}",
-          shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=200, eval_samples=4, reward_model=str(ROOT / "data" / "reward_model")),
-          arms={"rmonly": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}), "rm_KL": ("grpo", {"kl_coef": 0.2, "lr": 3e-4}), "rm_rule": ("grpo", {"kl_coef": 0.0, "lr": 3e-4})},
-          train={"rmonly": {"rule_weight": 0.0}, "rm_KL": {"rule_weight": 0.0}, "rm_rule": {"rule_weight": 1.0, "rm_weight": 0.5}},
-          names={"rmonly": "rm only", "rm_KL": "rm + KL", "rm_rule": "rm + rule"},
+          **NB07,
           expects=(Expect("rm_KL", "eval_accuracy", +1), Expect("rm_rule", "eval_accuracy", +1)),
           quotes=(Quote("rm only    proxy reward/rm +0.257 -> +1.538 (sd 0.308); eval accuracy 0.384 -> 0.084 (sd 0.071); kl 0.605 (sd 0.336)"),)),
     Claim("normalisation-no-signal", "Normalisation amplifies but cannot create signal", DRGRPO, "exact",
           "exact: an all-equal group has advantage 0 with or without the std division", notebook="04_improved_grpo.ipynb",
           test="tests/test_core.py::test_group_advantages_all_equal_and_group_of_one"),
     Claim("gspo-clip", "GSPO's sequence-level clip acts on far more tokens than GRPO's token clip, without hurting learning", "GSPO (Zheng et al. 2025, arXiv:2507.18071)",
-          "end-to-end", "clip: reproduced; accuracy: no difference at this scale", **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-14", "arms": {"grpo": ("grpo", {"minibatches": 4}), "gspo": ("gspo", {"minibatches": 4})}},
+          "end-to-end", "clip: reproduced; accuracy: no difference at this scale", **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-14", "arms": {a: NB08_ARMS[a] for a in ("grpo", "gspo")}},
           expects=(Expect("gspo", "clip_frac", +1), Expect("gspo", "eval_accuracy", +1, headline=False))),
     Claim("drgrpo-length", "Dr. GRPO: per-answer normalisation lets wrong answers grow long", DRGRPO, "end-to-end",
-          "not at this scale: the growth is the hard problems being what is left wrong", **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-17", "arms": {"grpo": ("grpo", {"minibatches": 4}), "drgrpo": ("drgrpo", {"minibatches": 4})}},
+          "not at this scale: the growth is the hard problems being what is left wrong", **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-17", "arms": {a: NB08_ARMS[a] for a in ("grpo", "drgrpo")}},
           expects=(Expect("drgrpo", "completion_len_wrong", -1), Expect("drgrpo", "eval_completion_len", -1, headline=False))),
     Claim("dual-clip", "Dual clip bounds the loss of negative-advantage tokens whose ratio runs far up", "Dual-clip PPO (Ye et al. 2020, arXiv:1912.09729)", "end-to-end",
           "mechanism exact (tests); inert here: ratios above 3 are rare even under this push",
-          **{**NB08, "base": "grpo_push", "figure": "notebooks/08_after_dapo.ipynb#cell-23", "shared": {**NB08["shared"], "steps": 15, "eval_every": 0},
-             "arms": {"grpo_push": ("grpo", {"lr": 3e-4, "epochs": 2, "minibatches": 8}), "dualclip_push": ("dualclip", {"lr": 3e-4, "epochs": 2, "minibatches": 8})}},
+          **{**NB08, "base": "grpo_push", "figure": "notebooks/08_after_dapo.ipynb#cell-23", "shared": {**NB08["shared"], **NB08_TRAIN["grpo_push"]},  # both arms are the push's
+             "arms": {a: NB08_ARMS[a] for a in ("grpo_push", "dualclip_push")}},
           expects=(Expect("dualclip_push", "eval_accuracy", +1), Expect("dualclip_push", "approx_kl", -1, headline=False)),
           quotes=(Quote("dual clip in force on 0.02906% of tokens on average (max over steps 0.16139%)"),)),
     Claim("rloo-matches-grpo", "RLOO (REINFORCE + leave-one-out) matches GRPO", "RLOO (Ahmadian et al. 2024, arXiv:2402.14740)", "end-to-end", "within noise on accuracy",
-          **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-20", "arms": {"grpo": ("grpo", {"minibatches": 4}), "rloo": ("rloo", {"minibatches": 4})}},
+          **{**NB08, "figure": "notebooks/08_after_dapo.ipynb#cell-20", "arms": {a: NB08_ARMS[a] for a in ("grpo", "rloo")}},
           expects=(Expect("rloo", "eval_accuracy", +1), Expect("rloo", "kl", +1, headline=False), Expect("rloo", "eval_entropy", -1, headline=False))),
 )
 
