@@ -102,6 +102,8 @@ def test_the_passk_claim_samples_each_checkpoint_and_the_base_model(tmp_path, mo
         assert 0 <= e["arm_mean"] <= 1 and 0 <= e["base_mean"] <= 1 and abs(e["diff"] - (e["arm_mean"] - e["base_mean"])) < 1e-6
     run = tmp_path / "runs" / "rl-sharpens" / "grpo" / "seed0"
     assert (run / "passk_n4_p2.csv").exists() and (run.parent / "base_passk_n4_p2.csv").exists()
+    assert not (tmp_path / "runs" / "rl-sharpens" / "dapo" / "base_passk_n4_p2.csv").exists()  # the base model is sampled once, not once per arm
+    assert rows["grpo", "pass@1"]["base_mean"] == rows["dapo", "pass@1"]["base_mean"]
     with pytest.warns(UserWarning):
         assert claims.run_claim("rl-sharpens", **kw)["effects"] == record["effects"]  # runs and samples read back
 

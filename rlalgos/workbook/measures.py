@@ -147,14 +147,17 @@ def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
     from ..engine.runs import run_config
     from .exploration import balanced_rows, model_samples, per_prompt
 
-    rows = []
+    rows, bases = [], {}  # (model, task) -> the base model's per-prompt table: sampled once, whichever arm's folder holds the cache
     for arm, dfs in groups.items():
         train = run_config(dfs[0])["train"]
         task = get_task(train["task"])
         prompts = balanced_rows(task, PASSK_PROMPTS)
         name = f"passk_n{PASSK_N}_p{len(prompts)}.csv"
         ks = (1, PASSK_N)
-        base = per_prompt(model_samples(train["model"] or None, Path(dfs[0].run_dir).parent / f"base_{name}", task, prompts, PASSK_N), ks)
+        key = (train["model"], train["task"])
+        if key not in bases:
+            bases[key] = per_prompt(model_samples(train["model"] or None, Path(dfs[0].run_dir).parent / f"base_{name}", task, prompts, PASSK_N), ks)
+        base = bases[key]
         trained = [per_prompt(model_samples(Path(df.run_dir) / "checkpoint", Path(df.run_dir) / name, task, prompts, PASSK_N), ks) for df in dfs]
         for k, direction in ((1, +1), (PASSK_N, -1)):
             e = passk_effect(trained, [base], k)
