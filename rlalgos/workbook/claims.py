@@ -482,7 +482,7 @@ CLAIMS: tuple[Claim, ...] = (
           task="addition", base="grpo", run_dir="runs/nb05_{arm}_s{seed}",
           shared=dict(steps=40, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=20),
           arms={"grpo": ("grpo", {}), "ppo": ("ppo", {})}, expects=(Expect("ppo", "step_seconds", +1, tail=40),),
-          quotes=(Quote("final 0.502  (change +0.102; seed range 0.477..0.527); entropy 0.114, KL 0.0326, 2.11 s/step (3.99x GRPO)"),
+          quotes=(Quote("final 0.502  (change +0.102; seed range 0.477..0.527); entropy 0.114, KL 0.0326, 3.21 s/step (3.65x GRPO)"),
                   Quote("ppo                               29.731"), Quote("grpo                              16.516"))),
     Claim("reward-model-overoptimised", "A learned reward model gets over-optimised; KL and a mixed reward hold it", "Gao et al. 2022, arXiv:2210.10760", "end-to-end",
           "reproduced (both fixes slow the slide; neither keeps the base model's accuracy at this learning rate)",
