@@ -121,10 +121,12 @@ class Claim:
     def train_configs(self, seeds: Sequence[int], runs_dir: str | Path | None = None, **overrides) -> list[tuple[str, int, TrainConfig, object]]:
         """(arm, seed, TrainConfig, algorithm config) of every run, in the notebook's run folders
         (``runs_dir``: under ``runs_dir/<id>/<arm>/seed<k>`` instead)."""
-        where = str(Path(runs_dir) / self.id / "{arm}" / "seed{seed}") if runs_dir else None
+        if runs_dir:
+            out_dir, folders = str(Path(runs_dir) / self.id / "{arm}" / "seed{seed}"), {}
+        else:
+            out_dir, folders = str(ROOT / self.run_dir), self.folders
         train = {arm: {**self.train.get(arm, {}), **overrides} for arm in self.arms}  # what the caller overrides wins over an arm's own settings
-        return arm_runs(self.arms, seeds, where or str(ROOT / self.run_dir), train=train, folders={} if where else self.folders,
-                        overwrite=False, **{"task": self.task, "model": self.model, **self.shared})
+        return arm_runs(self.arms, seeds, out_dir, train=train, folders=folders, overwrite=False, **{"task": self.task, "model": self.model, **self.shared})
 
 
 def arm_runs(arms: Mapping[str, tuple[str, Mapping]], seeds: Sequence[int], out_dir: str, train: Mapping[str, Mapping] | None = None,
