@@ -17,7 +17,7 @@ TRANSFORMERS_LOWEST ?= 5.0.0
 TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory clean
+.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory gpu-check clean
 
 install: $(VENV)/.installed
 
@@ -130,6 +130,10 @@ bench-mechanisms: install  ## improved-GRPO mechanisms measured on real rollouts
 bench-spread: install  ## the seed spread behind the learning tests' thresholds, 4 algorithms x 6 seeds (~25 min)
 	@mkdir -p runs/bench
 	$(BIN)/python benchmarks/learning_test_spread.py --seeds 0,1,2,3,4,5 --jobs 2 | tee runs/bench/learning_spread.jsonl
+
+gpu-check:  ## every CUDA path once on a GPU, installing nothing: GRPO, DAPO, PPO, bf16, LoRA, nccl, resume, Qwen's vocabulary (docs/real_models.md); no GPU: one line, exit 2
+	@mkdir -p runs/bench
+	PYTHONPATH=$(CURDIR) $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON)) benchmarks/gpu_check.py --out runs/bench/gpu_check.json
 
 clean:
 	rm -rf runs $(VENV) .pytest_cache
