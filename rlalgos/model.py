@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import string
+import sys
 from pathlib import Path
 
 import torch
@@ -80,9 +81,16 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
     Returns ``(model, tokenizer)``; the tokenizer pads on the left (for batched
     generation) and has a pad token (EOS if the model has none).
     """
-    path = Path(name_or_path) if name_or_path is not None else BASE_MODEL_DIR
+    path = Path(name_or_path).expanduser() if name_or_path is not None else BASE_MODEL_DIR
     if name_or_path is None and not (path / "config.json").exists():
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
+    if (path / "metrics.jsonl").is_file():  # a run folder: its model is the checkpoint inside it
+        if not (path / "checkpoint").is_dir():
+            raise FileNotFoundError(f"{path} is a run folder with no checkpoint/ yet (it saves one every save_every steps and at the end)")
+        print(f"rlalgos: {path} is a run folder; loading its checkpoint {path / 'checkpoint'}", file=sys.stderr)
+        path = path / "checkpoint"
+    elif not path.exists() and (path.is_absolute() or str(name_or_path).startswith((".", "~")) or (path.parent != Path(".") and path.parent.is_dir())):
+        raise FileNotFoundError(f"no such folder: {path} (a hub name would be ORG/NAME)")
     if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():  # a LoRA run's checkpoint
         model, tokenizer = load_policy(read_adapter_base(path), device, dtype)
         return merge_adapters(model, path), tokenizer

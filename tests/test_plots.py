@@ -64,3 +64,34 @@ def test_log_axis_has_plain_number_ticks(tmp_path):
 def test_summary_table_means_over_seeds(tmp_path):
     table = summary_table({"grpo": [fake_run(tmp_path, "a"), fake_run(tmp_path, "b")]})
     assert table.loc["grpo", "seeds"] == 2 and table.loc["grpo", "eval_acc_end"] == pytest.approx(0.5)
+
+
+def test_one_colour_per_label_in_every_figure(tmp_path):
+    from rlalgos.workbook.plots import PALETTE, figure_colors, label_color
+
+    runs = {name: [fake_run(tmp_path, name)] for name in ("clip_higher", "dapo", "grpo")}
+    first = plot_runs(runs, keys=["entropy"])
+    second = plot_runs({"grpo": runs["grpo"], "clip_higher": runs["clip_higher"]}, keys=["entropy"])  # other order, other company
+    colour = lambda fig, label: next(ln.get_color() for ln in fig.axes[0].lines if ln.get_label() == label)  # noqa: E731
+    for label in ("grpo", "clip_higher"):
+        assert colour(first, label) == colour(second, label) == label_color(label)
+    assert colour(first, "grpo") == PALETTE["grpo"] == PALETTE["vanilla"]  # vanilla GRPO is orange everywhere
+    many = figure_colors([f"arm{i}" for i in range(20)] + list(PALETTE))
+    assert len(set(many.values())) == len(many)  # two curves of one figure never share a colour
+    styles = {ln.get_linestyle() for ln in first.axes[0].lines}
+    assert len(styles) == 3  # coinciding curves stay visible
+
+
+def test_bands_of_shares_stay_in_0_1_and_the_caption_says_what_they_are(tmp_path):
+    seeds = [fake_run(tmp_path, f"s{i}") for i in range(3)]
+    for df, acc in zip(seeds, (0.0, 0.02, 1.0)):
+        df.loc[df["step"] == 10, "eval_accuracy"] = acc
+    fig = plot_runs({"grpo": seeds}, keys=["eval_accuracy"])
+    ys = np.concatenate([p.vertices[:, 1] for p in fig.axes[0].collections[0].get_paths()])
+    assert ys.min() >= 0 and ys.max() <= 1
+    captions = [t.get_text() for t in fig.texts]
+    assert any("bands: the seeds' range" in t and "smoothed over 5 steps" in t for t in captions), captions
+    few = fig.axes[0].lines[0]
+    assert few.get_linestyle() == "None" and few.get_marker() == "o"  # 2 evaluations: markers, not a line
+    single = plot_runs([fake_run(tmp_path, "one")], keys=["eval_accuracy"])
+    assert any("binomial standard error" in t.get_text() for t in single.texts)

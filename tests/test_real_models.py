@@ -167,7 +167,8 @@ def test_help_shows_the_new_knobs(capsys):
     text = capsys.readouterr().out
     for opt in ("--top-p", "--dtype", "--score-batch-size", "--chat-template"):
         assert opt in text, opt
-    assert "full softmax at the temperature" in " ".join(text.split())  # top_p says what the log-probs are
+    assert cli.main(["algos", "grpo"]) == 0  # the whole text of each option
+    assert "full softmax at the temperature" in " ".join(capsys.readouterr().out.split())  # top_p says what the log-probs are
 
 
 def test_dtype_is_how_the_model_is_loaded_and_run(tiny_dir):

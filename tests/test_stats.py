@@ -3,6 +3,7 @@
 import json
 import math
 
+import pandas as pd
 import pytest
 
 from rlalgos.workbook.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
@@ -64,4 +65,5 @@ def test_effect_lines_read_like_the_numbers(tmp_path):
               "x": [_run(tmp_path, f"x{s}", s, a, 0.2) for s, a in enumerate((0.45, 0.35, 0.41))]}
     (line,) = effect_lines(groups, "grpo", ["eval_accuracy"])
     assert line.startswith("x vs grpo, eval_accuracy: 0.403 vs 0.400, paired diff +0.003 (95% CI -")
-    assert line.endswith("3 seeds): within noise")
+    half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3 ** 0.5  # the interval's half-width: what 3 seeds could detect
+    assert line.endswith(f"3 seeds; detectable >= {half:.3f}): within noise"), line

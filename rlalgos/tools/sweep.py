@@ -13,6 +13,7 @@ and the others go on.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import threading
@@ -20,6 +21,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import get_context
+from pathlib import Path
 
 import torch
 
@@ -50,12 +52,76 @@ def auto_jobs(runs: list[tuple[TrainConfig, AlgoConfig]]) -> int:
 RELATIVE_STEP_COST = {"ppo": 3.99, "dapo": 1.31}
 
 
+# seconds per sampled answer per step, one run alone on one core of this project's machine, the shipped
+# model at 48 new tokens, evaluations included (make bench-sweep: 6 runs x 20 steps x 32 x 8 answers in
+# 64.2 s two at a time, ~3.3 ms; docs/speed.md); only for the rough estimate printed before long jobs
+SECONDS_PER_ANSWER = 0.0035
+
+
+def estimate_seconds(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int) -> float:
+    """A rough wall time for training ``runs`` ``jobs`` at a time on CPU: every run's
+    steps x answers x the algorithm's relative cost, spread over the lanes."""
+    total = sum(c.steps * c.prompts_per_step * c.group_size * RELATIVE_STEP_COST.get(c.algo, 1.0) for c, _ in runs) * SECONDS_PER_ANSWER
+    lanes = max(1, min(jobs, len(runs)))
+    return total / lanes * (1.2 if lanes > 1 else 1.0)  # lanes side by side: 1.2-1.5x the throughput, not 2x
+
+
+def plan_line(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int) -> str:
+    """``training 6 runs, 2 at a time: about 4 min on this machine's CPUs`` (``jobs`` 0 = auto)."""
+    jobs = auto_jobs(runs) if jobs == 0 else jobs
+    if any(uses_cuda(c) for c, _ in runs):
+        return f"training {len(runs)} run{'s' if len(runs) != 1 else ''}, {jobs} at a time (on the GPU)"
+    minutes = estimate_seconds(runs, jobs) / 60
+    when = f"about {minutes:.0f} min" if minutes >= 1.5 else "about a minute or less"
+    return f"training {len(runs)} run{'s' if len(runs) != 1 else ''}, {jobs} at a time: {when} on 2 CPU cores (a rough estimate from measured seconds per answer)"
+
+
 def longest_first(runs: list[tuple[TrainConfig, AlgoConfig]]) -> list[int]:
     """Run indices, the most expensive first (steps x answers per step x the
     algorithm's relative step cost; ties keep their order), so that the runs left
     when the queue empties are short ones and the lanes finish together."""
     cost = [c.steps * c.prompts_per_step * c.group_size * RELATIVE_STEP_COST.get(c.algo, 1.0) for c, _ in runs]
     return sorted(range(len(runs)), key=lambda i: -cost[i])
+
+
+class RunFailed(Exception):
+    """What :func:`run_many` returns in place of a run that failed: which run, its folder and why."""
+
+    def __init__(self, index: int, run_dir: str, error: BaseException):
+        super().__init__(f"run {index} ({run_dir}) failed: {type(error).__name__}: {error}")
+        self.index, self.run_dir, self.error = index, run_dir, error
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
+
+
+def check_main_guard(jobs: int) -> None:
+    """Worker processes are spawned, and each imports the calling script again: a script
+    that calls :func:`run_many` from its top level outside ``if __name__ == "__main__":``
+    would run its own code again in every worker (and train its runs twice). Raise one
+    line saying so before any run starts; a notebook, ``python -c`` or a guarded script pass."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or not str(path).endswith(".py"):
+        return
+    line, frame = None, sys._getframe(1)
+    while frame is not None:  # the outermost line of the script's own top-level code on the stack
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            line = frame.f_lineno
+        frame = frame.f_back
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return
+    if line is None or any(isinstance(n, ast.If) and _is_main_guard(n.test) and n.lineno <= line <= n.end_lineno for n in ast.walk(tree)):
+        return
+    raise ValueError(f"{path} line {line} runs {jobs} runs side by side outside `if __name__ == \"__main__\":`; each worker process "
+                     f"re-runs the script's top level (and would train again): put the script's code under that guard, or pass jobs=1")
 
 
 def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
@@ -70,7 +136,7 @@ def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
 
 def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress: bool = True) -> list:
     """Train every ``(TrainConfig, algo config)`` and return, in the same order, each
-    run's metrics DataFrame, or the exception that stopped it.
+    run's metrics DataFrame, or a :class:`RunFailed` (an exception: which run, its folder, why).
 
     ``jobs`` = 0: :func:`auto_jobs`. ``jobs`` = 1: one after another in this process, with its threads.
     ``jobs`` > 1: ``jobs`` lanes, each pinned to ``threads_per_job(jobs)`` threads,
@@ -84,6 +150,8 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
     from ..train import load_metrics, train
 
     jobs = auto_jobs(runs) if jobs == 0 else jobs
+    if jobs > 1:
+        check_main_guard(jobs)
     out: list = [None] * len(runs)
     bar = tqdm(total=len(runs), desc=f"runs ({jobs} at a time)", disable=not progress, dynamic_ncols=True)
     lock = threading.Lock()
@@ -94,9 +162,10 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
             return queue.popleft() if queue else None
 
     def finish(i: int, result) -> None:
-        out[i] = result
         if isinstance(result, Exception):  # one failed run does not stop the others
-            print(f"rlalgos: run {runs[i][0].out_dir} failed: {type(result).__name__}: {result}", file=sys.stderr)
+            result = RunFailed(i, runs[i][0].out_dir, result)
+            print(f"rlalgos: {result}", file=sys.stderr)
+        out[i] = result
         bar.update()
 
     def this_process_lane(**overrides) -> None:

@@ -776,7 +776,7 @@ def _check_folder(cfg: TrainConfig, algo_cfg, overwrite: bool) -> str:
     return "train"
 
 
-def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int = 1, out_dir: str | Path = "runs/claims", runs_dir: str | Path | None = None,
+def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int = 0, out_dir: str | Path = "runs/claims", runs_dir: str | Path | None = None,
               overwrite: bool = False, publish: bool = False, progress: bool = True, **overrides) -> dict:
     """Train (or reuse) every run of a claim on ``seeds`` (default: the published ones), then
     print the paired table and the verdict next to the published one, and write the record
@@ -802,24 +802,35 @@ def run_claim(claim_id: str, seeds: Sequence[int] | str | None = None, jobs: int
     bad = set(overrides) - {"steps", "prompts_per_step", "group_size", "eval_prompts", "eval_samples", "eval_every", "device"}
     if bad:
         raise ValueError(f"run_claim takes only cheap overrides (steps, prompts_per_step, group_size, eval_prompts, eval_samples, eval_every, device), got {sorted(bad)}")
+    if publish and set(overrides) - {"device"}:
+        raise ValueError(f"--publish with a cheap look ({', '.join(sorted(set(overrides) - {'device'}))}) would replace the published numbers with other settings' numbers; drop one or the other")
     if claim.measure and overrides:
         raise ValueError(f"claim {claim.id} is measured on the base model's rollouts at notebook 04's sizes: it takes no training overrides, got {sorted(overrides)}")
     effects = (_measured_effects if claim.measure else _trained_effects)(claim, seeds, jobs, runs_dir, overwrite, progress, overrides)
-    record = {**_record(replace(claim, seeds=seeds), effects, [], numbers_from="rlalgos claims run"), "overrides": overrides}
+    cheap = {k: v for k, v in overrides.items() if k != "device"}  # settings that change the runs, not only where they run
+    ran = replace(claim, seeds=seeds, shared={**claim.shared, **cheap})
+    record = {**_record(ran, effects, [], numbers_from="rlalgos claims run"), "overrides": overrides, "cheap_look": bool(cheap)}
     print(effects_table(effects).to_string())
-    print(f"\nverdict on seeds {','.join(map(str, seeds))}: {record['verdict']}   (published, seeds {','.join(map(str, claim.seeds))}: {published.get('verdict', '-')})")
+    seeds_text, published_text = ",".join(map(str, seeds)), f"published, seeds {','.join(map(str, claim.seeds))}: {published.get('verdict', '-')}"
+    if cheap:
+        print(f"\ncheap look ({', '.join(f'{k} {v}' for k, v in cheap.items())}), seeds {seeds_text}: {record['verdict']}; "
+              f"not comparable with the published verdict ({published_text}), which ran {regime_text(claim)}")
+    else:
+        print(f"\nverdict on seeds {seeds_text}: {record['verdict']}   ({published_text})")
     return _write_record(record, out_dir, publish)
 
 
 def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, overrides) -> list[dict]:
     """Train (or reuse) every run of the claim's arms on ``seeds``, then its paired effects."""
     from ..train import load_metrics
-    from ..tools.sweep import run_many
+    from ..tools.sweep import plan_line, run_many
 
     runs = claim.train_configs(seeds, runs_dir, **overrides)
     plan = [_check_folder(cfg, algo_cfg, overwrite) for _, _, cfg, algo_cfg in runs]  # every folder checked before the first run
     todo = [(replace(cfg, overwrite=overwrite), algo_cfg) for (_, _, cfg, algo_cfg), p in zip(runs, plan) if p == "train"]
     print(f"{claim.id}: {len(runs)} runs, {len(runs) - len(todo)} reused, {len(todo)} to train")
+    if todo:
+        print(plan_line(todo, jobs))
     failed = [r for r in run_many(todo, jobs=jobs, progress=progress) if isinstance(r, Exception)] if todo else []
     if failed:
         raise ValueError(f"{len(failed)} of {len(todo)} runs failed; the first: {failed[0]}")

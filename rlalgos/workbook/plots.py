@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from ..engine.runs import load_metrics, run_config, run_dir_of
+from .stats import is_share
 
 DEFAULT_KEYS = ("reward_mean", "eval_accuracy", "entropy", "kl")
 TITLES = {
@@ -106,16 +109,78 @@ def _curve(dfs: list[pd.DataFrame], key: str, smooth: int):
     return table.index.values, table.mean(axis=1).values, table.min(axis=1).values, table.max(axis=1).values
 
 
+PALETTE = {
+    "reinforce": "#4c72b0", "rloo": "#64b5cd", "ppo": "#8172b3", "grpo": "#dd8452", "vanilla": "#dd8452", "baseline": "#dd8452",
+    "dapo": "#55a868", "drgrpo": "#c44e52", "dualclip": "#937860", "gspo": "#da8bc3", "clipcov": "#8c8c8c", "klcov": "#ccb974",
+    "cispo": "#1f77b4", "sapo": "#17becf",
+}
+"""One colour per algorithm in every figure of the course: vanilla GRPO (and the arm a notebook compares against,
+``vanilla`` / ``baseline``) is always orange, DAPO always green."""
+OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#1f77b4", "#ff7f0e", "#d62728", "#aec7e8", "#ffbb78")
+"""Colours for arms that are no algorithm name (``clip_higher``, ``kl_0.4``...): each label always gets the same one."""
+
+
+def label_color(label: str) -> str:
+    """The colour of a curve labelled ``label`` in every figure: the algorithm's own, else one fixed by the label's text."""
+    return PALETTE.get(label) or OTHER_COLORS[zlib.crc32(label.encode()) % len(OTHER_COLORS)]
+
+
+def figure_colors(labels: Sequence[str]) -> dict[str, str]:
+    """:func:`label_color` of each label, except that a label whose colour another label of the
+    same figure already has takes the next free one (two curves never share a colour)."""
+    out: dict[str, str] = {}
+    pool = list(dict.fromkeys([*PALETTE.values(), *OTHER_COLORS]))
+    for label in sorted(labels, key=lambda lab: lab not in PALETTE):  # algorithm names keep theirs first
+        color = label_color(label)
+        if color in out.values():  # the next free colour of the pool, or (more curves than colours) one of a spread of hues
+            free = [c for c in pool[pool.index(color):] + pool if c not in out.values()]
+            color = free[0] if free else matplotlib.colors.to_hex(plt.cm.hsv(len(out) / (len(labels) + 1)))
+        out[label] = color
+    return out
+
+
+PROPORTION_LIMITS = (0.0, 1.0)
+"""Rates and shares (accuracies, pass@k, fractions) are drawn inside these limits, bands included."""
+
+
+COST = "cost"
+"""The pseudo-metric of a cost panel: mean seconds per training step of each group, as bars."""
+
+LINESTYLES = ("-", "--", ":", "-.")
+"""One per group in turn, so that groups whose curves coincide (e.g. three at clip fraction 0) all stay visible."""
+
+
+def _cost_panel(ax, groups: Mapping[str, list[pd.DataFrame]], colors: Mapping[str, str]) -> None:
+    """Bars of mean seconds per training step per group, with the seeds' range; the axis starts at 0."""
+    labels, means, lows, highs = [], [], [], []
+    for label, dfs in groups.items():
+        per_run = [float(df.loc[df["step"] > 0, "step_seconds"].mean()) for df in dfs if "step_seconds" in df]
+        if per_run:
+            labels.append(label)
+            means.append(np.mean(per_run))
+            lows.append(np.mean(per_run) - min(per_run))
+            highs.append(max(per_run) - np.mean(per_run))
+    ax.bar(range(len(labels)), means, yerr=[lows, highs], capsize=3, color=[colors[lab] for lab in labels])
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(bottom=0)
+    ax.set_title("cost: seconds per step", fontsize=10)
+    ax.set_ylabel("seconds")
+
+
 def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[str] = DEFAULT_KEYS, smooth: int = 5, ncols: int | None = None,
-              title: str | None = None, log_keys: Sequence[str] = ()):
+              title: str | None = None, log_keys: Sequence[str] = (), caption: bool = True):
     """One panel per metric, one line per group (mean across its seeds) with a
     band from the lowest to the highest seed. Train metrics are smoothed with a
     rolling mean of ``smooth`` steps (0/1 flags are not); eval metrics are drawn
-    as logged, and an eval accuracy of a single run carries its binomial
+    as logged (markers only when there are fewer than 5 evaluations), and an eval accuracy of a single run carries its binomial
     standard error (sqrt(p (1 - p) / n), n = test prompts x samples from the
     run's config.json; answers to one prompt are correlated, so this is a lower
     bound on the noise). ``log_keys`` get a log y-axis with plain number ticks.
-    The legend collects every group from every panel.
+    The key ``"cost"`` is a bar panel of seconds per step. Each group has its own
+    colour (:func:`label_color`: the same label, the same colour in every figure) and line style;
+    rates and shares, bands and error bars included, stay inside [0, 1]. The legend collects
+    every group from every panel; ``caption`` adds a line under the figure saying what the
+    lines, bands and smoothing are.
 
     runs: ``{label: [df, ...]}``, or a list of DataFrames / run folders (grouped by algorithm)
     Returns the matplotlib Figure.
@@ -124,19 +189,28 @@ def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[
     ncols = ncols or min(len(keys), 4)
     nrows = int(np.ceil(len(keys) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = figure_colors(list(groups))
     for ax, key in zip(axes.flat, keys):
+        if key == COST:
+            _cost_panel(ax, groups, colors)
+            ax.grid(alpha=0.3, axis="y")
+            continue
         for i, (label, dfs) in enumerate(groups.items()):
             c = _curve(dfs, key, smooth)
             if c is None:
                 continue
             x, mean, lo, hi = c
-            color, name = colors[i % len(colors)], f"{label} (n={len(dfs)})" if len(dfs) > 1 else label
-            style = dict(marker="o", ms=3) if key.startswith("eval") else {}
+            color, name = colors[label], f"{label} (n={len(dfs)})" if len(dfs) > 1 else label
+            if is_share(key):
+                mean, lo, hi = (np.clip(v, *PROPORTION_LIMITS) for v in (mean, lo, hi))
+            style = dict(ls=LINESTYLES[i % len(LINESTYLES)], lw=max(2.2 - 0.4 * i, 1.0))
+            if key.startswith("eval"):
+                style.update({"marker": "o", "ms": 3, **({"ls": "none", "ms": 5} if len(x) < 5 else {})})
             n = eval_sample_count(dfs[0], key) if len(dfs) == 1 else None
             if n:
                 se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / n)
-                ax.errorbar(x, mean, yerr=se, color=color, label=name, capsize=2, **style)
+                below, above = np.minimum(se, mean), np.minimum(se, 1 - mean)  # the bar stays inside [0, 1]
+                ax.errorbar(x, mean, yerr=[below, above], color=color, label=name, capsize=2, **style)
             else:
                 ax.plot(x, mean, color=color, label=name, **style)
             if len(dfs) > 1:
@@ -161,7 +235,13 @@ def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False)
     if title:
         fig.suptitle(title, y=1.05)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0.04 if caption else 0, 1, 0.93))
+    if caption:
+        several = any(len(dfs) > 1 for dfs in groups.values())
+        text = ("lines: mean over seeds; bands: the seeds' range (lowest to highest); " if several
+                else "one run per line (eval accuracy: error bars of one binomial standard error); ")
+        text += f"train metrics smoothed over {smooth} steps, eval metrics as measured" if smooth > 1 else "no smoothing"
+        fig.text(0.5, 0.0, text, ha="center", va="bottom", fontsize=9, color="0.3")
     return fig
 
 

@@ -52,6 +52,8 @@ def by_seed(dfs: Sequence[pd.DataFrame], key: str, tail: int = 5) -> pd.Series:
     """End-of-run value of ``key`` per seed (indexed by the seed in each run's config)."""
     out = {}
     for i, df in enumerate(dfs):
+        if isinstance(df, BaseException):  # run_many's place for a failed run
+            raise ValueError(str(df) if "failed" in str(df) else f"run {i} failed: {type(df).__name__}: {df}")
         seed = run_config(df).get("train", {}).get("seed", i)
         out[seed] = final_value(df, key, tail)
     return pd.Series(out, dtype=float)
@@ -73,14 +75,14 @@ def paired_values(a: pd.Series, b: pd.Series, key: str) -> dict:
     seeds = a.index.intersection(b.index)
     d = (b[seeds] - a[seeds]).dropna()
     n = len(d)
-    out = {"metric": key, "base_mean": a.mean(), "base_sd": a.std(ddof=1) if len(a) > 1 else np.nan,
-           "arm_mean": b.mean(), "arm_sd": b.std(ddof=1) if len(b) > 1 else np.nan, "diff": d.mean() if n else np.nan, "seeds": n}
+    out = {"metric": key, "base_mean": float(a.mean()), "base_sd": float(a.std(ddof=1)) if len(a) > 1 else np.nan,
+           "arm_mean": float(b.mean()), "arm_sd": float(b.std(ddof=1)) if len(b) > 1 else np.nan, "diff": float(d.mean()) if n else np.nan, "seeds": n}
     if n < 2:
         return {**out, "diff_sd": np.nan, "ci_low": np.nan, "ci_high": np.nan, "verdict": "one seed"}
     sd = float(d.std(ddof=1))
     half = t975(n - 1) * sd / math.sqrt(n)
     lo, hi = out["diff"] - half, out["diff"] + half
-    return {**out, "diff_sd": sd, "ci_low": lo, "ci_high": hi, "verdict": "shown" if lo > 0 or hi < 0 else "within noise"}
+    return {**out, "diff_sd": sd, "ci_low": lo, "ci_high": hi, "detectable": half, "verdict": "shown" if lo > 0 or hi < 0 else "within noise"}
 
 
 def effect_table(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, keys: Sequence[str], arms: Sequence[str] | None = None, tail: int = 5) -> pd.DataFrame:
@@ -99,6 +101,25 @@ def effect_lines(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, ke
     return [describe({**row, "metric": metric}, arm, baseline) for (arm, metric), row in table.iterrows()]
 
 
+def is_share(key: str) -> bool:
+    """Whether a metric is a rate or share in [0, 1] (accuracies, pass@k, fractions): its differences read as points."""
+    return "accuracy" in key or "pass@" in key or key.endswith("_frac")
+
+
+def verdict_line(row: Mapping, arm: str, base: str) -> str:
+    """The course's one verdict format, from a :func:`paired_effect` row: e.g.
+    ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``.
+    "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero."""
+    scale, unit, f = (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
+    head = f"{row['metric']}  {arm} - {base} = {row['diff'] * scale:+{f}}{unit}"
+    if row["seeds"] < 2:
+        return f"{head} ({row['seeds']} seed; no interval) -> one seed"
+    detect = row["detectable"] * scale
+    tail = f"within noise (could see >= {detect:{f}}{unit})" if row["verdict"] == "within noise" else row["verdict"]
+    return (f"{head} (95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
+            f"detectable >= {detect:{f}}) -> {tail}")
+
+
 def binomial_se(p: float, n: int) -> float:
     """Standard error of an accuracy ``p`` measured on ``n`` independent samples."""
     return math.sqrt(max(p * (1 - p), 0.0) / n) if n else float("nan")
@@ -106,9 +127,11 @@ def binomial_se(p: float, n: int) -> float:
 
 def describe(row: Mapping, arm: str, base: str, digits: int = 3) -> str:
     """One line for an :func:`effect_table` row: both ends, the paired difference, its
-    95% interval and the verdict, e.g. ``token_mean vs grpo, eval_accuracy: 0.301 vs
-    0.291, paired diff +0.010 (95% CI -0.021..+0.041, 3 seeds): within noise``."""
+    95% interval, the smallest effect it could have told from zero (the interval's half-width)
+    and the verdict, e.g. ``token_mean vs grpo, eval_accuracy: 0.301 vs 0.291, paired diff
+    +0.010 (95% CI -0.021..+0.041, 3 seeds; detectable >= 0.031): within noise``."""
     f = f".{digits}f"
     ci = f"95% CI {row['ci_low']:+{f}}..{row['ci_high']:+{f}}, " if row["seeds"] > 1 else ""
+    detect = f"; detectable >= {(row['ci_high'] - row['ci_low']) / 2:{f}}" if row["seeds"] > 1 else ""
     return (f"{arm} vs {base}, {row['metric']}: {row['arm_mean']:{f}} vs {row['base_mean']:{f}}, "
-            f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}): {row['verdict']}")
+            f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}{detect}): {row['verdict']}")
