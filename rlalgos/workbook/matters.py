@@ -1,0 +1,453 @@
+"""What matters when: one row per trick, generated from the claims records and the committed runs.
+
+Each :class:`Trick` holds the facts that do not change with a run: what triggers it (the
+condition under which it changes the gradient), which claims of :mod:`rlalgos.workbook.claims`
+tested it, and what its paper reports at what scale. What does change with a run is read,
+never typed: the tested effects from the published records (``docs/claims/<id>.json``, via
+:func:`rlalgos.workbook.claims.load_published`), and how often the trigger fired from a
+:class:`Measured` source: a printed line kept in a published record, an effect of a record,
+a row of ``docs/bench/*.jsonl``, or, where the number was only printed, the exact committed
+line of a notebook output or a docs page (a test checks that each line is still there).
+
+:func:`matters_table` builds the table as a pandas DataFrame; :func:`render_page` writes
+``docs/what_matters.md`` from it (``python docs/make_what_matters.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from .claims import JSON_DIR, ROOT, cell_outputs, get_claim, load_published
+
+PAGE = ROOT / "docs" / "what_matters.md"
+NOT_MEASURED = "not measured"
+
+
+# --------------------------------------------------------------------------- #
+# Where a measured trigger frequency comes from
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Measured:
+    """How often a trick's trigger fired in one regime, read from a committed source.
+
+    ``text`` is a ``str.format`` template over the values read; ``where`` names the regime.
+    Exactly one source: ``claim`` with ``line`` (a line the record quotes) or with ``effect``
+    (``(arm, metric)`` of one of its effects and ``fields`` of it, e.g. ``("arm_mean",)``);
+    ``file`` a ``docs/bench/*.jsonl`` with ``match`` (the row whose items include these) and
+    ``fields``; or ``file`` a notebook or page with ``line`` (its committed output or text).
+    ``pattern`` reads the values off ``line`` (its groups, as printed)."""
+
+    text: str
+    where: str
+    claim: str = ""
+    file: str = ""
+    line: str = ""
+    pattern: str = ""
+    effect: tuple[str, str] | None = None
+    match: Mapping = field(default_factory=dict)
+    fields: tuple[str, ...] = ()
+
+    def read(self, records: Mapping[str, dict]) -> tuple[list, str]:
+        """(the values, the citation: the committed file and, for a printout, its cell)."""
+        if self.claim and self.line:
+            rec = records[self.claim]
+            hits = [q for q in rec["quotes"] if q["line"] == self.line]
+            if not hits:
+                raise ValueError(f"docs/claims/{self.claim}.json no longer quotes {self.line!r}")
+            return self._groups(), f"docs/claims/{self.claim}.json ({hits[0]['source']})"
+        if self.claim and self.effect:
+            rec = records[self.claim]
+            arm, metric = self.effect
+            hits = [e for e in rec["effects"] if (e["arm"], e["metric"]) == (arm, metric)]
+            if not hits:
+                raise ValueError(f"docs/claims/{self.claim}.json has no effect {arm}/{metric}")
+            return [hits[0][f] for f in self.fields], f"docs/claims/{self.claim}.json ({hits[0]['source']})"
+        if self.file.endswith(".jsonl"):
+            rows = [json.loads(x) for x in (ROOT / self.file).read_text(encoding="utf-8").splitlines() if x.strip()]
+            hits = [r for r in rows if all(r.get(k) == v for k, v in self.match.items())]
+            if len(hits) != 1:
+                raise ValueError(f"{self.file}: {len(hits)} rows match {dict(self.match)}, expected 1")
+            return [hits[0][f] for f in self.fields], self.file
+        return self._groups(), quoted_where(self.file, self.line)
+
+    def _groups(self) -> list:
+        m = re.search(self.pattern, self.line)
+        if not m:
+            raise ValueError(f"the pattern {self.pattern!r} does not match its line {self.line!r}")
+        return list(m.groups())
+
+
+def quoted_where(file: str, line: str) -> str:
+    """``file`` (and the cell of a notebook) where ``line`` is committed; ValueError if it is not."""
+    path = ROOT / file
+    if path.suffix == ".ipynb":
+        for i, texts in cell_outputs(path).items():
+            if any(line in t for t in texts):
+                return f"{file} cell {i}"
+        raise ValueError(f"the line {line!r} is no longer in the committed output of {file}")
+    if line in path.read_text(encoding="utf-8"):
+        return file
+    raise ValueError(f"the line {line!r} is no longer in {file}")
+
+
+# --------------------------------------------------------------------------- #
+# The tricks
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Tested:
+    """Effects of one claim to show: ``arm`` and/or ``metric`` select among its effects (headline
+    and supporting); neither: its headline effects, or its verdict when it has no paired number."""
+
+    claim: str
+    arm: str = ""
+    metric: str = ""
+
+
+@dataclass(frozen=True)
+class Trick:
+    name: str
+    knobs: tuple[str, ...]  # the rlalgos settings that switch it (the export table's rows)
+    trigger: str
+    measured: tuple[Measured, ...]
+    tested: tuple[Tested, ...]
+    paper: str
+    unmeasured: str = ""  # why there is no measured frequency (a trick that acts on every step, or a number never printed)
+
+
+NB04 = "notebook 04's regime (2-6-term sums, 4 minibatches), 3 seeds"
+NB04_BASE = "the base model's rollouts, 2-6-term sums, 3 seeds"
+NB09 = "notebook 09's trap regime, vanilla GRPO, 3 seeds"
+NB10_PUSH = "notebook 08's push (16 updates per rollout), 3 seeds"
+NB10_MM = "notebook 10: a sampler 3 updates stale, 3 seeds"
+NB10_NB = "notebooks/10_engines.ipynb"
+BENCH_PUSH = "docs/bench/regimes_entropy_push.jsonl"
+BENCH_ZS = "docs/bench/regimes_zero_signal_truncation.jsonl"
+
+REGIMES = {  # a short name for each claim's regime (the record's ``regime`` says it in full)
+    "dynamic-sampling-speed": "nb04", "token-mean-learning": "nb04", "overlong-shaping": "nb04", "clip-higher-entropy": "nb04",
+    "kl-penalty-drift": "nb04", "dapo-nb04": "nb04", "aggregation-long-answer": "nb04, base model's rollouts",
+    "zero-variance-no-signal": "nb04, base model's rollouts", "dynamic-sampling-keeps-easy": "nb04, base model's rollouts",
+    "truncated-not-wrong": "nb04, base model's rollouts", "token-mean-drgrpo-constant": "exact",
+    "dapo-entropy-push": "hard push", "dapo-zero-signal": "zero-signal regime", "dapo-truncation": "24-token budget",
+    "dapo-default-regime": "default task", "clip-higher-trap": "nb09 trap", "clip-cov-kl-cov": "nb09 trap",
+    "entropy-bonus-trap": "nb09 trap", "dapo-trap": "nb09 trap", "dynamic-sampling-carries-dapo": "nb09 trap",
+    "entropy-covariance": "nb09 trap", "gspo-clip": "nb08", "drgrpo-length": "nb08", "rloo-matches-grpo": "nb08",
+    "dual-clip": "nb08 push", "cispo-push": "nb08 push (nb10)", "sapo-push": "nb08 push (nb10)", "cispo-sapo-exact": "exact",
+    "stale-sampler": "nb10 stale sampler", "rollout-correction": "nb10 stale sampler", "bf16-mismatch": "nb10 bf16 sampler",
+    "kl-penalty-high-lr": "lr 3e-4", "reward-hacking": "nb06 gamed reward", "length-runaway": "nb06 length-biased reward",
+    "entropy-monitor": "nb06 hard push", "critic-cost": "nb05 default task", "normalisation-no-signal": "exact",
+}
+
+TRICKS: tuple[Trick, ...] = (
+    Trick("dynamic sampling", ("dynamic_sampling",),
+          "a group whose G rewards are all equal (advantage 0 for every answer): it is dropped and more prompts are sampled",
+          (Measured("{0} of groups carry signal (the rest trigger it)", NB04_BASE, claim="zero-variance-no-signal",
+                    line="groups that carry signal: 0.46 (per seed 0.52, 0.45, 0.42; 3 seeds x 64 prompts x 8)", pattern=r"signal: ([\d.]+)"),
+           Measured("{0:.3f} of groups all-equal (vanilla GRPO, last steps)", "the zero-signal regime, 6 seeds", file=BENCH_ZS,
+                    match={"measure": "regime_effect", "regime": "zero_signal", "arm": "dapo", "metric": "zero_std_frac"}, fields=("base_mean",)),
+           Measured("{0} of groups all-equal at the end of GRPO's runs", "the default task, 3 seeds", file="notebooks/05_side_by_side.ipynb",
+                    line="grpo        21.904          0.000         0.392   35.178", pattern=r"^grpo\s+\S+\s+\S+\s+(\S+)")),
+          (Tested("dynamic-sampling-speed"), Tested("dapo-entropy-push", "dynamic_sampling"), Tested("dynamic-sampling-carries-dapo"),
+           Tested("zero-variance-no-signal"), Tested("dynamic-sampling-keeps-easy")),
+          "DAPO (arXiv:2503.14476): the last switch added, +8 AIME 2024 points (42 -> 50), Qwen2.5-32B"),
+    Trick("clip-higher", ("clip_high",),
+          "a token with A > 0 whose ratio passed 1 + 0.2 but not 1 + 0.28 keeps its gradient; needs more than one update per rollout (ratio != 1)",
+          (Measured("{0} of tokens clipped on the high side (GRPO)", NB04, claim="clip-higher-entropy",
+                    line="grpo         clip_frac 0.0024 (high 0.0006, low 0.0018)", pattern=r"high ([\d.]+)"),
+           Measured("{0:.4f} of tokens clipped on the high side (GRPO)", "the hard push, 6 seeds", file=BENCH_PUSH,
+                    match={"measure": "regime_effect", "arm": "clip_higher", "metric": "clip_frac_high"}, fields=("base_mean",)),
+           Measured("rare rewarded tokens are {0} of tokens; {1} of them passed the upper clip", NB09, file="notebooks/09_exploration.ipynb",
+                    line="vanilla                0.001                0.007           0.006", pattern=r"^vanilla\s+(\S+)\s+(\S+)")),
+          (Tested("clip-higher-entropy"), Tested("dapo-entropy-push", "clip_higher"), Tested("clip-higher-trap", "clip_higher", "eval_scratchpad_frac/hard")),
+          "DAPO (arXiv:2503.14476): +2 AIME 2024 points (36 -> 38) and entropy kept from collapsing, Qwen2.5-32B"),
+    Trick("token-mean loss", ("loss_agg",),
+          "answers of different lengths with A != 0 in one batch: each token weighs the same, not 1 / its answer's length",
+          (Measured("a long wrong answer's token weighs {0} of a short one's per answer, {1} per token", NB04_BASE, claim="aggregation-long-answer",
+                    line="weight of one token of the long wrong answer / of a short wrong answer: 0.157 (seq-mean-token-mean) vs 1.000 (token-mean)",
+                    pattern=r": ([\d.]+) \(seq-mean-token-mean\) vs ([\d.]+)"),),
+          (Tested("aggregation-long-answer"), Tested("token-mean-learning"), Tested("dapo-entropy-push", "token_mean")),
+          "DAPO (arXiv:2503.14476): +1 AIME 2024 point (41 -> 42) and steadier length and entropy, Qwen2.5-32B"),
+    Trick("overlong penalty", ("overlong_penalty", "overlong_buffer"),
+          "an answer longer than L_max - L_c: its reward falls linearly to -1 at L_max",
+          (Measured("a penalty in {1} of steps, {0} per answer on average", "notebook 04's regime (64-token budget), 3 seeds", claim="overlong-shaping",
+                    line="mean overlong penalty per answer: -0.0003; steps with any penalty: 0.050; truncated share: 0.0003",
+                    pattern=r"per answer: ([-\d.]+); steps with any penalty: ([\d.]+)"),
+           Measured("{0} of answers cut at the limit (the penalty starts before it)", "notebook 06's length-biased reward, 3 seeds",
+                    file="notebooks/06_troubleshooting.ipynb",
+                    line="c_verbose vs baseline, truncated_frac: 0.321 vs 0.000, paired diff +0.321 (95% CI +0.176..+0.467, 3 seeds): shown",
+                    pattern=r"truncated_frac: ([\d.]+)")),
+          (Tested("overlong-shaping"), Tested("dapo-truncation", "dapo"), Tested("length-runaway", "c_verbose_overlong")),
+          "DAPO (arXiv:2503.14476): +3 AIME 2024 points (38 -> 41), answers up to 20k tokens, Qwen2.5-32B"),
+    Trick("overlong filter", ("overlong_filter",),
+          "a truncated answer (no end token): it is masked out of the loss",
+          (Measured("{0} of answers truncated", "notebook 04's regime (64-token budget), 3 seeds", claim="overlong-shaping",
+                    line="mean overlong penalty per answer: -0.0003; steps with any penalty: 0.050; truncated share: 0.0003",
+                    pattern=r"truncated share: ([\d.]+)"),
+           Measured("{0} of answers truncated at 24 tokens, {1} of those right", NB04_BASE, claim="truncated-not-wrong",
+                    line="24              0.495  0.024                  0.170  0.017", pattern=r"^24\s+(\S+)\s+\S+\s+(\S+)"),
+           Measured("{0:.3f} of GRPO's training answers truncated", "the truncation regime (24 tokens), 3 seeds", file=BENCH_ZS,
+                    match={"measure": "regime_effect", "regime": "truncation", "arm": "overlong_filter", "metric": "truncated_frac"}, fields=("base_mean",))),
+          (Tested("dapo-truncation", "overlong_filter"), Tested("truncated-not-wrong")),
+          "DAPO (arXiv:2503.14476): the first switch added, +6 AIME 2024 points (30 -> 36), Qwen2.5-32B"),
+    Trick("KL penalty", ("kl_coef", "kl_estimator"),
+          "every token once the policy leaves the reference (k3's gradient is 0 at the reference); always on when kl_coef > 0",
+          (Measured("KL to the reference {0:.3f} at beta 0.04, {1:.3f} at beta 0", NB04, claim="kl-penalty-drift", effect=("kl_off", "kl"),
+                    fields=("base_mean", "arm_mean")),),
+          (Tested("kl-penalty-drift"), Tested("kl-penalty-drift", "kl_0.4", "eval_accuracy"), Tested("kl-penalty-high-lr"),
+           Tested("reward-hacking", "a_concise_kl"), Tested("entropy-bonus-trap", "kl")),
+          "GRPO (arXiv:2402.03300): k3 in the loss, beta 0.04, DeepSeekMath 7B; DAPO (arXiv:2503.14476) drops it for long reasoning, Qwen2.5-32B"),
+    Trick("entropy bonus", ("entropy_threshold", "entropy_action", "entropy_coef"),
+          "while the monitor fires (mean entropy below entropy_threshold): + entropy_coef x entropy on every token",
+          (), (Tested("entropy-bonus-trap", "entropy_bonus"),),
+          "PPO's entropy bonus (arXiv:1707.06347, Atari); Cui et al. (arXiv:2505.22617) find it sensitive to its coefficient in LLM reasoning",
+          unmeasured="every step in notebook 09's arm (threshold 1e9: always on)"),
+    Trick("temperature monitor", ("entropy_threshold", "entropy_action", "temperature_step", "max_temperature"),
+          "mean entropy below entropy_threshold: the sampling temperature rises by temperature_step (up to max_temperature)",
+          (), (Tested("entropy-bonus-trap", "temperature"), Tested("entropy-monitor", "e_monitor")),
+          "no paper result of its own: a heuristic for DAPO's (arXiv:2503.14476) entropy collapse",
+          unmeasured="how often it fired was logged (entropy_monitor_fired), never printed"),
+    Trick("Clip-Cov", ("clip_cov_ratio", "clip_cov_lb", "clip_cov_ub"),
+          "a random clip_cov_ratio share of tokens whose log-prob x advantage covariance is in (lb, ub): their gradient is cut",
+          (), (Tested("clip-cov-kl-cov", "clip_cov"), Tested("entropy-covariance")),
+          "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
+          unmeasured="by construction clip_cov_ratio (2e-4) of tokens; cov_selected_frac never printed"),
+    Trick("KL-Cov", ("kl_cov_ratio", "kl_cov_coef"),
+          "the kl_cov_ratio share of tokens with the largest covariance: a |log ratio| penalty on them",
+          (), (Tested("clip-cov-kl-cov", "kl_cov"),),
+          "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
+          unmeasured="by construction kl_cov_ratio (2e-4) of tokens; cov_selected_frac never printed"),
+    Trick("GSPO", ("algo",),
+          "an answer whose length-normalised sequence ratio leaves [1 - 3e-4, 1 + 4e-4]: every token of it is clipped",
+          (Measured("{0:.3f} of tokens in clipped answers, GRPO's token clip {1:.3f}", "notebook 08's regime (2-6 terms, 4 minibatches), 3 seeds",
+                    claim="gspo-clip", effect=("gspo", "clip_frac"), fields=("arm_mean", "base_mean")),),
+          (Tested("gspo-clip"), Tested("gspo-clip", "gspo", "eval_accuracy")),
+          "Zheng et al. (arXiv:2507.18071): clips far more tokens than GRPO yet trains more stably, Qwen3 MoE models"),
+    Trick("dual clip", ("clip_c",),
+          "a token with A < 0 whose ratio is above clip_c (3): its loss is held at -A x clip_c",
+          (Measured("{0}% of tokens on average (max over steps {1}%)", NB10_PUSH, claim="dual-clip",
+                    line="dual clip in force on 0.02906% of tokens on average (max over steps 0.16139%)", pattern=r"on ([\d.]+)% .* steps ([\d.]+)%"),),
+          (Tested("dual-clip"),),
+          "Ye et al. (arXiv:1912.09729): stabilises large-scale off-policy PPO, Honor of Kings agents"),
+    Trick("Dr. GRPO", ("adv_scale", "loss_agg"),
+          "every group with signal: no division by the group's std, and a constant length normaliser instead of each answer's length",
+          (), (Tested("drgrpo-length"), Tested("drgrpo-length", "drgrpo", "eval_completion_len"), Tested("normalisation-no-signal"),
+               Tested("token-mean-drgrpo-constant")),
+          "Liu et al. (arXiv:2503.20783): same accuracy with shorter wrong answers, Qwen2.5-Math-7B (43.3% AIME 2024)",
+          unmeasured="acts on every step (not a rare trigger)"),
+    Trick("RLOO", ("baseline",),
+          "every group with signal: each answer's baseline is the mean of the other G - 1 rewards",
+          (), (Tested("rloo-matches-grpo"), Tested("rloo-matches-grpo", "rloo", "kl")),
+          "Ahmadian et al. (arXiv:2402.14740): beats PPO and DPO in RLHF, Pythia 6.9B and Llama 7B",
+          unmeasured="acts on every step (not a rare trigger)"),
+    Trick("CISPO", ("loss_mode", "clip_low", "clip_high"),
+          "a token whose ratio left [1 - eps_low, 1 + eps_high]: its weight is clipped but it keeps the gradient PPO's clip removes",
+          (Measured("PPO's clip removed the gradient of {0}% of tokens", NB10_PUSH, file=NB10_NB,
+                    line="hard clip (grpo): gradient removed on 2.05% of tokens (1.67% low side, 0.38% high side), mean over steps and seeds",
+                    pattern=r"removed on ([\d.]+)%"),
+           Measured("CISPO clipped the weight of {0}% of its tokens", NB10_PUSH, file=NB10_NB,
+                    line="cispo: weight clipped on 12.32% of tokens, each keeping its gradient", pattern=r"clipped on ([\d.]+)%")),
+          (Tested("cispo-push"), Tested("cispo-push", "cispo", "approx_kl"), Tested("cispo-sapo-exact")),
+          "MiniMax-M1 (arXiv:2506.13585): DAPO's AIME score in half the steps, Qwen2.5-32B; trained a 456B MoE"),
+    Trick("SAPO", ("loss_mode", "sapo_tau_pos", "sapo_tau_neg"),
+          "every token whose ratio moved off 1: a smooth gate f(r) replaces the hard clip",
+          (Measured("the gate's mean slope was {0} (1 = no change; min over steps {1})", NB10_PUSH, file=NB10_NB,
+                    line="sapo: mean gate slope f'(r) 0.987 (1 = REINFORCE's weight; min over steps 0.977)", pattern=r"f'\(r\) ([\d.]+) .* steps ([\d.]+)"),),
+          (Tested("sapo-push"), Tested("cispo-sapo-exact")),
+          "Gao et al. (arXiv:2511.20347): steadier training and higher scores than GSPO and GRPO, Qwen3 models"),
+    Trick("TIS (truncated IS)", ("rollout_correction", "rollout_correction_threshold"),
+          "a token whose trainer / sampler probability ratio is above C: its weight is capped at C",
+          (Measured("{0} of the stale sampler's token ratios beyond 2 or below 1/2", NB10_MM, file=NB10_NB,
+                    line="stale                       0.0016              NaN                   NaN", pattern=r"^stale\s+(\S+)"),
+           Measured("TIS capped {0} of tokens", NB10_MM, file=NB10_NB,
+                    line="stale_tis                   0.0011           0.9997                0.0003", pattern=r"^stale_tis\s+\S+\s+\S+\s+(\S+)")),
+          (Tested("rollout-correction", "stale_tis"), Tested("stale-sampler", "stale", "eval_accuracy"), Tested("bf16-mismatch")),
+          "Yao et al. 2025 (blog, fengyao.notion.site/off-policy-rl): the vLLM / FSDP gap, truncated IS restores training at billion-parameter scale"),
+    Trick("MIS (masked IS)", ("rollout_correction", "rollout_correction_threshold"),
+          "an answer (sequence modes) or token whose ratio is above C: it is masked out of the loss",
+          (Measured("sequence masking dropped {0} of tokens", NB10_MM, file=NB10_NB,
+                    line="stale_mis                   0.0012           0.9921                0.0070", pattern=r"^stale_mis\s+\S+\s+\S+\s+(\S+)"),),
+          (Tested("rollout-correction", "stale_mis"),),
+          "Liu et al. 2025 (blog, richardli.xyz/rl-collapse): masking mismatched answers prevents collapse in long runs"),
+    Trick("PPO critic", ("critic_lr", "value_clip", "gamma", "lam"),
+          "every token: its advantage is GAE from a learned value model, trained alongside the policy",
+          (Measured("{0} s/step, {1}x GRPO's", "the default task (notebook 05), 3 seeds", claim="critic-cost",
+                    line="final 0.502  (change +0.102; seed range 0.477..0.527); entropy 0.114, KL 0.0326, 3.21 s/step (3.65x GRPO)",
+                    pattern=r"([\d.]+) s/step \(([\d.]+)x GRPO\)"),),
+          (Tested("critic-cost"),),
+          "PPO (arXiv:1707.06347); GRPO (arXiv:2402.03300) drops the critic to save its memory and compute, DeepSeekMath 7B"),
+    Trick("DAPO, all switches", (),
+          "the union of its switches' triggers (dynamic sampling, clip-higher, token-mean, overlong penalty)",
+          (), (Tested("dapo-default-regime"), Tested("dapo-nb04"), Tested("dapo-zero-signal"), Tested("dapo-entropy-push", "dapo"),
+               Tested("dapo-truncation", "dapo"), Tested("dapo-trap", "dapo", "eval_accuracy")),
+          "DAPO (arXiv:2503.14476): 50 AIME 2024 points against naive GRPO's 30, Qwen2.5-32B",
+          unmeasured="see its switches' rows"),
+)
+
+COLUMNS = ("trick", "trigger (when it changes the gradient)", "how often it fired here", "tested here: effect and verdict", "its paper")
+
+
+# --------------------------------------------------------------------------- #
+# Reading the records
+# --------------------------------------------------------------------------- #
+
+
+def _share(metric: str) -> bool:
+    """A rate or share in [0, 1] (its differences read as points); ``metric/level`` as its metric."""
+    base = metric.split("/")[0]
+    return "accuracy" in base or "pass@" in base or base.endswith("_frac")
+
+
+def effect_text(e: Mapping) -> str:
+    """One effect of a published record in the course's verdict format, e.g.
+    ``eval_accuracy dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``."""
+    scale, unit, f = (100.0, " points", ".1f") if _share(e["metric"]) else (1.0, "", ".3g")
+    head = f"{e['metric']} {e['arm']} - {e['base']} = {e['diff'] * scale:+{f}}{unit}"
+    n = len(e["seeds"])
+    if e["ci_low"] is None or e["ci_high"] is None or n < 2:
+        return f"{head} ({n} seed; no interval) -> {e['verdict']}"
+    half = (e["ci_high"] - e["ci_low"]) / 2 * scale
+    verdict = f"within noise (could see >= {half:{f}}{unit})" if e["verdict"] == "within noise" else e["verdict"]
+    return f"{head} (95% CI {e['ci_low'] * scale:+{f}}..{e['ci_high'] * scale:+{f}}, {n} seeds; detectable >= {half:{f}}) -> {verdict}"
+
+
+def selected_effects(t: Tested, record: Mapping) -> list[dict]:
+    """The effects of ``record`` that ``t`` names (see :class:`Tested`)."""
+    if t.arm or t.metric:
+        return [e for e in record["effects"] if (not t.arm or e["arm"] == t.arm) and (not t.metric or e["metric"] == t.metric)]
+    return [e for e in record["effects"] if e["headline"]]
+
+
+def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
+    """``t``'s lines: ``claim-id (regime): effect`` per selected effect, or the claim's verdict."""
+    record = records[t.claim]
+    head = f"{t.claim} ({REGIMES[t.claim]})"
+    effects = selected_effects(t, record)
+    if not effects:
+        if t.arm or t.metric:
+            raise ValueError(f"docs/claims/{t.claim}.json has no effect {t.arm or '*'}/{t.metric or '*'}")
+        seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
+        return [f"{head}: {record['verdict']}{seeds}"]
+    return [f"{head}: {effect_text(e)}" for e in effects]
+
+
+def measured_lines(trick: Trick, records: Mapping[str, dict]) -> list[tuple[str, str]]:
+    """(what fired, where it is committed) for each of the trick's measured sources."""
+    out = []
+    for m in trick.measured:
+        values, cite = m.read(records)
+        out.append((f"{m.text.format(*values)}; {m.where}", cite))
+    return out
+
+
+def matters_table(json_dir: str | Path = JSON_DIR) -> pd.DataFrame:
+    """The table, one row per trick: its trigger, how often the trigger fired in this project's runs
+    (with the committed file each number is read from), every tested effect with its 95% interval,
+    seeds and verdict, and its paper. Multi-entry cells are joined by newlines."""
+    records = load_published(json_dir)
+    rows = []
+    for t in TRICKS:
+        fired = [f"{text} [{cite}]" for text, cite in measured_lines(t, records)] or [f"{NOT_MEASURED}: {t.unmeasured}"]
+        tested = [line for s in t.tested for line in tested_lines(s, records)]
+        rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), "\n".join(tested), t.paper))))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def engine_names() -> pd.DataFrame:
+    """Each trick's rlalgos settings with their TRL and verl names, from the export's mapping table."""
+    from ..tools.export import ROWS
+
+    names = {r.setting: (r.trl, r.verl) for r in ROWS}
+    rows = []
+    for t in TRICKS:
+        for k in t.knobs:
+            trl, verl = names[k]
+            rows.append({"trick": t.name, "rlalgos": k, "TRL": trl or "(none)", "verl": verl or "(none)"})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- #
+# The page
+# --------------------------------------------------------------------------- #
+
+INTRO = """\
+# What matters when: which trick to turn on, and when
+
+Every trick of the improved-GRPO family changes the gradient only when something happens: a group
+whose rewards are all equal, a token whose ratio has moved past a bound, an answer cut at the length
+limit. This page puts, for each trick, that **trigger** next to **how often it fired** in this
+project's runs, the **regimes where it was tested** (effect, 95% interval, seeds, verdict) and
+**what its paper reports** at its own scale. It is generated from the claims registry
+(`rlalgos/workbook/claims.py`), its published records (`docs/claims/*.json`, see the
+[claims scorecard](claims.md)) and the committed benchmark rows and printouts
+(`python docs/make_what_matters.py`; `rlalgos/workbook/matters.py` holds the static facts),
+so its numbers cannot drift from the runs.
+
+**How to read it: "should I turn X on?"** Find X's row. If its trigger rarely fires in your runs,
+X can change little there, whatever its paper found at its scale: measure the trigger first (the
+metric names are in [Metrics](metrics.md)). If the trigger fires often and a regime like yours
+shows an effect, turn it on and check the same metric. A trick whose trigger is common and whose
+tests are within noise needs more seeds before a conclusion.
+
+**The verdict format** is the course's: `metric arm - base = diff (95% CI low..high, n seeds;
+detectable >= x) -> verdict`, the arm minus its baseline at the end of the runs, paired by seed.
+**shown**: the interval excludes 0 in the expected direction; **opposite**: it excludes 0 the other
+way; **within noise (could see >= x)**: it includes 0, and x, the interval's half-width, is the
+smallest effect this comparison could have told from zero. A null is not "no effect": an effect
+smaller than x, or one in a regime where the trigger never fires, is still possible. Rates and
+shares are in points (0.01 = 1 point); "detectable" is in the metric's units. Regime names:
+nb04 / nb08 = 2-6-term sums at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
+nb08 push = 16 updates per rollout; nb09 trap = easy direct-answer prompts beside hard ones only the
+rare scratchpad solves; exact = proved by a test.
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def render_page(table: pd.DataFrame) -> str:
+    """docs/what_matters.md from :func:`matters_table`."""
+    out = ["<!-- generated by `python docs/make_what_matters.py` from docs/claims/*.json, docs/bench/*.jsonl and committed printouts: do not edit by hand -->",
+           "", INTRO, "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    out += ["| " + " | ".join(_cell(str(v)) for v in row) + " |" for row in table.itertuples(index=False)]
+    names = engine_names()
+    out += ["", "## The same knobs in TRL and verl", "",
+            "From the export's mapping table (`rlalgos export --to trl|verl`, [Moving to TRL or verl](engines.md)); (none): the engine has no such setting.", "",
+            "| trick | rlalgos | TRL | verl |", "|---|---|---|---|"]
+    out += [f"| {r.trick} | `{r.rlalgos}` | {_cell(r.TRL)} | {_cell(r.verl)} |" for r in names.itertuples(index=False)]
+    return "\n".join(out) + "\n"
+
+
+def write_page(out: str | Path = PAGE, json_dir: str | Path = JSON_DIR) -> Path:
+    Path(out).write_text(render_page(matters_table(json_dir)), encoding="utf-8")
+    return Path(out)
+
+
+def quoted_sources() -> list[tuple[str, str]]:
+    """(file, line) of every measured number that exists only as a printed line (not in a record or a benchmark row)."""
+    return [(m.file, m.line) for t in TRICKS for m in t.measured if m.file and m.line]
+
+
+def claim_ids() -> set[str]:
+    """Every claim id the table names."""
+    return {s.claim for t in TRICKS for s in t.tested} | {m.claim for t in TRICKS for m in t.measured if m.claim}
+
+
+def check() -> None:
+    """Every claim named exists (ValueError otherwise)."""
+    for cid in claim_ids():
+        get_claim(cid)
+
+
+def trick_names() -> Sequence[str]:
+    return [t.name for t in TRICKS]
