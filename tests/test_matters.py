@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from rlalgos.workbook.stats import is_share
 from rlalgos.workbook import claims, matters
 
 TRICKS = ("dynamic sampling", "clip-higher", "token-mean loss", "overlong penalty", "overlong filter", "KL penalty", "entropy bonus",
@@ -52,7 +53,7 @@ def test_every_number_equals_the_published_records():
             for e in effects:
                 line = matters.effect_text(e)
                 assert f"{s.claim} ({matters.REGIMES[s.claim]}): {line}" in cell
-                scale = 100.0 if matters._share(e["metric"]) else 1.0
+                scale = 100.0 if is_share(e["metric"]) else 1.0
                 num = r"[+-]?\d+(?:\.\d*)?(?:e[+-]?\d+)?"
                 m = re.search(rf" = ({num})(?: points)? \(95% CI ({num})\.\.({num}), (\d+) seeds; detectable >= ({num})", line)
                 tol = dict(abs=0.051, rel=0) if scale > 1 else dict(abs=1e-9, rel=5e-3)  # points to 0.1; other units to 3 significant digits

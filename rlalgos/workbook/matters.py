@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from .claims import JSON_DIR, ROOT, cell_outputs, get_claim, load_published
+from .stats import verdict_line
 
 PAGE = ROOT / "docs" / "what_matters.md"
 NOT_MEASURED = "not measured"
@@ -301,23 +302,10 @@ COLUMNS = ("trick", "trigger (when it changes the gradient)", "how often it fire
 # --------------------------------------------------------------------------- #
 
 
-def _share(metric: str) -> bool:
-    """A rate or share in [0, 1] (its differences read as points); ``metric/level`` as its metric."""
-    base = metric.split("/")[0]
-    return "accuracy" in base or "pass@" in base or base.endswith("_frac")
-
-
 def effect_text(e: Mapping) -> str:
-    """One effect of a published record in the course's verdict format, e.g.
-    ``eval_accuracy dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``."""
-    scale, unit, f = (100.0, " points", ".1f") if _share(e["metric"]) else (1.0, "", ".3g")
-    head = f"{e['metric']} {e['arm']} - {e['base']} = {e['diff'] * scale:+{f}}{unit}"
-    n = len(e["seeds"])
-    if e["ci_low"] is None or e["ci_high"] is None or n < 2:
-        return f"{head} ({n} seed; no interval) -> {e['verdict']}"
-    half = (e["ci_high"] - e["ci_low"]) / 2 * scale
-    verdict = f"within noise (could see >= {half:{f}}{unit})" if e["verdict"] == "within noise" else e["verdict"]
-    return f"{head} (95% CI {e['ci_low'] * scale:+{f}}..{e['ci_high'] * scale:+{f}}, {n} seeds; detectable >= {half:{f}}) -> {verdict}"
+    """One effect of a published record in the course's verdict format (:func:`rlalgos.workbook.stats.verdict_line`), e.g.
+    ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``."""
+    return verdict_line({**e, "seeds": len(e["seeds"])}, e["arm"], e["base"])
 
 
 def selected_effects(t: Tested, record: Mapping) -> list[dict]:

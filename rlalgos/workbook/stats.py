@@ -102,8 +102,10 @@ def effect_lines(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, ke
 
 
 def is_share(key: str) -> bool:
-    """Whether a metric is a rate or share in [0, 1] (accuracies, pass@k, fractions): its differences read as points."""
-    return "accuracy" in key or "pass@" in key or key.endswith("_frac")
+    """Whether a metric is a rate or share in [0, 1] (accuracies, pass@k, fractions; ``metric/level`` as its metric):
+    its differences read as points."""
+    base = key.split("/")[0]
+    return "accuracy" in base or "pass@" in base or base.endswith("_frac")
 
 
 def verdict_line(row: Mapping, arm: str, base: str) -> str:
@@ -112,9 +114,9 @@ def verdict_line(row: Mapping, arm: str, base: str) -> str:
     "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero."""
     scale, unit, f = (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
     head = f"{row['metric']}  {arm} - {base} = {row['diff'] * scale:+{f}}{unit}"
-    if row["seeds"] < 2:
-        return f"{head} ({row['seeds']} seed; no interval) -> one seed"
-    detect = row["detectable"] * scale
+    if row["seeds"] < 2 or row.get("ci_low") is None or row.get("ci_high") is None:
+        return f"{head} ({row['seeds']} seed{'s' if row['seeds'] != 1 else ''}; no interval) -> {row.get('verdict', 'one seed')}"
+    detect = (row["ci_high"] - row["ci_low"]) / 2 * scale  # the half-width (a record written before "detectable" existed has only the ends)
     tail = f"within noise (could see >= {detect:{f}}{unit})" if row["verdict"] == "within noise" else row["verdict"]
     return (f"{head} (95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
             f"detectable >= {detect:{f}}) -> {tail}")
