@@ -29,7 +29,8 @@ import pandas as pd
 import torch
 
 RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old",
-             "tensorboard", "wandb", "trackers.json")  # the last three: rlalgos.engine.trackers.RUN_FOLDER_FILES
+             "tensorboard", "wandb", "trackers.json",  # these three: rlalgos.engine.trackers.RUN_FOLDER_FILES
+             "doctor.png")  # rlalgos diagnose's plot
 """Everything a run writes into its folder (and all that ``overwrite`` may remove)."""
 
 STATE_FILE = "trainer_state.pt"

@@ -595,6 +595,7 @@ ROWS: list[Row] = [
     Row("progress", "`disable_tqdm`", "", "disable_tqdm = not progress", "verl prints a progress line per step",
         lambda c: same(disable_tqdm=not c.cfg.progress)),
     Row("on_nonfinite", "", "", "", "no stop on a NaN/inf loss: the engines go on; watch the logged loss and grad_norm"),
+    Row("stop_on_collapse", "", "", "", "no stop on a collapsed policy: the engines go on; `rlalgos diagnose OUTPUT_DIR` reads their logs afterwards"),
     Row("(fixed) a metrics row every step", "`logging_steps`=1", "", "", "",
         lambda c: same(logging_steps=1, log_completions=False), lambda c: same()),
     Row("report_to", "`report_to`", "`trainer.logger`", "the same names (TRL also takes all / none); verl: console plus them", "",
