@@ -17,9 +17,12 @@ TRANSFORMERS_LOWEST ?= 5.0.0
 TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory gpu-check clean
+.PHONY: help install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory gpu-check clean
 
-install: $(VENV)/.installed
+help:  ## list the targets and what each does
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z_-]+):.*## /\1\t/' | awk -F'\t' '{ printf "  %-22s %s\n", $$1, $$2 }'
+
+install: $(VENV)/.installed  ## create .venv and install the package with every extra (make demo and make test do it first)
 
 # The install compiles every .py to .pyc (pip does by default, uv with --compile-bytecode). These machines
 # set PYTHONDONTWRITEBYTECODE=1, so nothing else would ever write them, and every interpreter start of the
@@ -74,7 +77,7 @@ sft: install  ## rebuild data/base_model with its fixed seed
 trap-model: install  ## rebuild data/trap_model (the exploration regime's base model, notebook 09) with its fixed seed
 	$(BIN)/rlalgos trap-model --overwrite
 
-lab: install  ## open the notebooks; read them in order 00 -> 08
+lab: install  ## open the notebooks; read them in order 00 -> 10
 	$(BIN)/jupyter lab notebooks/
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)

@@ -16,6 +16,7 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import importlib.util
 import inspect
@@ -186,6 +187,8 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     on_nonfinite: str = "stop"
     """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
+    stop_on_collapse: bool = True
+    """Stop a run whose policy has collapsed (reward near 0 with KL to the reference far above a healthy run's, for several steps in a row; :func:`rlalgos.engine.doctor.collapse`): write the row with the reason, keep the checkpoint on disk (none is written while a collapse is under way), raise :class:`rlalgos.engine.doctor.RunCollapsed` (the CLI exits with status 2). Off: train on; the progress bar still names it."""
     report_to: str = "none"
     """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard`` (event files in out_dir/tensorboard/), ``wandb`` (out_dir/wandb/, offline without an API key) and ``trackio``. Each is an extra: pip install rlalgos[tensorboard]. metrics.jsonl stays the record: a tracker that fails gets a warning and the run goes on."""
 
@@ -512,7 +515,8 @@ def make_config(name: str, **overrides) -> AlgoConfig:
     spec = algorithm_config(name)
     known = {f.name for f in fields(spec.config)}
     bad = sorted(set(overrides) - known)
-    _check(not bad, f"{name} has no option {', '.join(bad)}; its options are {', '.join(sorted(known))}")
+    near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1, cutoff=0.6)]
+    _check(not bad, f"{name} has no option {', '.join(bad)}; " + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(sorted(known))}"))
     return replace(spec.config(**spec.preset), **overrides)
 
 
@@ -526,7 +530,10 @@ def parse_algo_spec(spec: str) -> tuple[str, dict]:
     for pair in pairs:
         key, eq, value = pair.partition("=")
         key = key.strip().replace("-", "_")
-        _check(bool(eq) and key in defaults, f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE with an option of {name} ({', '.join(defaults)})")
+        if key not in defaults:
+            near = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
+            _check(False, f"{name} has no option {key!r} in {spec!r}" + (f"; did you mean {near[0]}?" if near else f"; its options: {', '.join(defaults)}"))
+        _check(bool(eq), f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE, e.g. {name}:lr=3e-4")
         typ = type(getattr(ALGORITHMS[name].config(), key))
         try:
             options[key] = {"true": True, "false": False}[value.lower()] if typ is bool else typ(value)

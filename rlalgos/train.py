@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import core
-from .engine import batch, distributed
+from .engine import batch, distributed, doctor
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .engine.forward import batched_logprobs
@@ -274,6 +274,7 @@ def run_loop(run: Run) -> list[dict]:
     def checkpoint(step: int) -> None:
         save_run_checkpoint(run.run_dir, run.lora or run.policy, run.tokenizer, algo, step, run.prompts)  # with LoRA: the adapters
 
+    saved = run.start if run.resumed else None  # the step of the checkpoint on disk
     bar = tqdm(range(run.start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress or not main, dynamic_ncols=True, initial=run.start, total=cfg.steps)
     try:
         if run.start == 0:
@@ -294,6 +295,15 @@ def run_loop(run: Run) -> list[dict]:
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
             row["tokens_per_second"] = batch.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
+            # the doctor reads the rows so far (the run's numbers are the same without it): the progress bar names what fires,
+            # and a collapse that has lasted doctor.COLLAPSE_STEPS steps (or that a non-finite step follows) stops the run
+            said = doctor.watch(rows + [row], sampling.max_new_tokens, nonfinite_now=bool(m.get("nonfinite")))
+            if said.stop and cfg.stop_on_collapse:
+                row["stopped"] = said.stop.line()
+                metrics_log.write(row)
+                rows.append(row)
+                kept = f"last checkpoint kept: step {saved}" if saved is not None else f"no checkpoint was written before it (save_every {cfg.save_every})"
+                raise doctor.RunCollapsed(f"{said.stop.line()}. Rows so far: {metrics_path}; {kept}; --no-stop-on-collapse (stop_on_collapse=False) trains on", said.stop)
             if m.get("nonfinite") and cfg.on_nonfinite == "stop":
                 row["stopped"] = "non-finite loss or gradient; the update was not applied"
                 metrics_log.write(row)
@@ -306,9 +316,11 @@ def run_loop(run: Run) -> list[dict]:
                 row.update(run_eval(step))
             metrics_log.write(row)
             rows.append(row)
-            bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}))
-            if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps:
-                checkpoint(step)
+            bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}),
+                            **({"doctor": said.postfix()} if said.postfix() else {}))
+            if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps and not (said.pending and cfg.stop_on_collapse):
+                checkpoint(step)  # not while a collapse is under way: the checkpoint a stop keeps is from before it
+                saved = step
         checkpoint(cfg.steps)
     finally:
         bar.close()
@@ -337,5 +349,8 @@ def resume(run_dir: str | Path, steps: int | None = None) -> RunMetrics:
     order and step counter are restored, so on CPU the rows match an
     uninterrupted run with the same seed."""
     cfg, algo_cfg = load_run_config(run_dir)
-    cfg = replace(cfg, out_dir=str(run_dir), steps=cfg.steps if steps is None else steps)
-    return train(cfg, algo_cfg, resume=True)
+    done = load_checkpoint_state(run_dir)["step"]
+    target = cfg.steps if steps is None else steps
+    if target <= done:  # nothing to train: the folder, its config.json included, stays as it is
+        raise ValueError(f"{run_dir} is at step {done}; pass --steps > {done} to train on (the folder is untouched)")
+    return train(replace(cfg, out_dir=str(run_dir), steps=target), algo_cfg, resume=True)

@@ -20,7 +20,6 @@ import pytest
 
 from rlalgos.config import ALGORITHMS
 from rlalgos.tools import cli
-from rlalgos.tools.sweep import RunFailed
 from rlalgos.workbook.stats import paired_effect, paired_values, verdict_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,7 +115,8 @@ def test_run_many_without_a_main_guard_stops_before_any_run(tmp_path):
 
 def test_a_failed_run_is_named_not_a_type_error():
     ok = pd.DataFrame([{"step": 0, "eval_accuracy": 0.4}])
-    failed = RunFailed(1, "runs/api/grpo/seed1", RuntimeError("boom"))
+    failed = RuntimeError("boom")
+    failed.run_index, failed.run_dir = 1, "runs/api/grpo/seed1"  # what run_many attaches to a failed run's exception
     with pytest.raises(ValueError, match=re.escape("run 1 (runs/api/grpo/seed1) failed: RuntimeError: boom")):
         paired_effect([ok, failed], [ok, ok], "eval_accuracy")
     row = paired_values(pd.Series([0.40, 0.42, 0.41]), pd.Series([0.45, 0.46, 0.47]), "eval_accuracy")

@@ -390,4 +390,5 @@ def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):
     for jobs in (1, 2):
         out = run_many([(bad, make_config("grpo")), (good, make_config("grpo"))], jobs=jobs, progress=False)
         assert isinstance(out[0], FileNotFoundError) and out[1]["step"].tolist() == [0, 1]
+        assert out[0].run_index == 0 and out[0].run_dir == str(tmp_path / "bad")  # which run failed, for the report
         good = TrainConfig(**{**good.__dict__, "overwrite": True})

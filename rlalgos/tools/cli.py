@@ -8,36 +8,111 @@ configs import neither torch nor transformers; each command imports what it
 needs when it runs, so ``--help`` and a bad value answer at once.
 """
 
+import difflib
 import json
 import os
+import re
 import sys
+import typing
 from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import ALGORITHMS, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec
+from ..config import (ALGORITHMS, BASELINES, DTYPES, DYNAMIC_SAMPLING, GRPO_KL_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, LOSS_MODES, ROLLOUT_CORRECTIONS,
+                      ROLLOUT_DTYPES, GRPOConfig, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec)
 from ..tasks import DATA_DIR
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
 
 
-@dataclass
-class RunOptions(TrainConfig):
-    """Run options (shared by every algorithm)."""
+# --------------------------------------------------------------------------- #
+# What --help shows: the options in sections, each with one line of help
+# --------------------------------------------------------------------------- #
 
-    algo: Annotated[str, tyro.conf.Suppress] = "reinforce"
+COMMON = ("steps", "prompts_per_step", "group_size", "eval_every", "eval_prompts", "out_dir", "seed", "overwrite", "model", "task")
+"""The run options a user sets most, shown first."""
+ENGINE = ("dtype", "device", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "rollout_dtype", "rollout_sync_every", "rollout_correction",
+          "rollout_correction_threshold", "logits_chunk", "sampler", "score_batch_size")
+"""How the numbers are computed (precision, device, LoRA, memory), shown last; every other run option is in between."""
+
+CHOICES = {"dtype": DTYPES, "rollout_dtype": ROLLOUT_DTYPES, "rollout_correction": ROLLOUT_CORRECTIONS, "sampler": ("compact", "hf"),
+           "on_nonfinite": ("stop", "skip"), "loss_agg": LOSS_AGG_MODES, "baseline": BASELINES, "loss_mode": LOSS_MODES,
+           "dynamic_sampling": DYNAMIC_SAMPLING, "adv_scale": ("std", "none"), "entropy_action": ("bonus", "temperature")}
+"""Options whose values come from a fixed set: --help lists them (the configs' validate() checks them)."""
+
+
+def short_help(doc: str, limit: int = 50) -> str:
+    """One line of --help from a field's docstring: its first sentence without reST markup and
+    without parenthetical remarks, cut at a clause break (``;``, ``:``) if still longer than ``limit``."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "")
+    while (stripped := re.sub(r" ?\([^()]*\)", "", text)) != text:
+        text = stripped
+    text = re.split(r"(?<=[a-z0-9\]])\. (?=[A-Z0-9])", " ".join(text.split()), maxsplit=1)[0].rstrip(".")
+    if len(text) > limit:
+        cuts = [m.start() for m in re.finditer(r"[;:] ", text) if 12 <= m.start() <= limit]
+        text = text[: cuts[-1]] if cuts else text[: text.rfind(" ", 0, limit - 4)] + " ..."
+    return text
+
+
+def all_field_docs(cls: type) -> dict[str, str]:
+    """:func:`field_docs` of ``cls`` and of the config classes it inherits from (the nearest wins)."""
+    docs: dict[str, str] = {}
+    for c in reversed([c for c in cls.__mro__ if c is not object and "__dataclass_fields__" in vars(c)]):
+        docs.update(field_docs(c))
+    return docs
+
+
+def _choices(cls: type, name: str) -> tuple[str, ...] | None:
+    if name == "kl_estimator":
+        return GRPO_KL_ESTIMATORS if issubclass(cls, GRPOConfig) else KL_ESTIMATORS
+    return CHOICES.get(name)
+
+
+def section(title: str, cls: type, names, defaults) -> type:
+    """A dataclass of ``cls``'s fields ``names`` with ``defaults``' values, each option with one line of
+    help (and its allowed values): what one titled box of --help shows."""
+    hints, docs = typing.get_type_hints(cls), all_field_docs(cls)
+    rows = []
+    for name in names:
+        choices, value = _choices(cls, name), getattr(defaults, name)
+        arg = tyro.conf.arg(help=short_help(docs.get(name, "")), help_behavior_hint=lambda default: f"[{default}]",
+                            **({"metavar": "{" + ",".join(choices) + "}"} if choices else {}))
+        rows.append((name, Annotated[hints[name], arg], field(default=value)))
+    return make_dataclass(title.replace(" ", "_").replace(",", ""), rows)
+
+
+def run_sections(defaults: TrainConfig) -> list[tuple[str, type, object]]:
+    """``(field, type, default)`` of the three boxes of run options, common first and engine last."""
+    names = [f.name for f in fields(TrainConfig) if f.name != "algo"]
+    more = [n for n in names if n not in COMMON and n not in ENGINE]
+    out = []
+    for key, title, chosen in (("common", "run", COMMON), ("more", "sampling, evaluation and logging", more),
+                               ("engine", "engine (precision, device, LoRA, memory)", ENGINE)):
+        cls = section(title, TrainConfig, chosen, defaults)
+        out.append((key, Annotated[cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=title)], field(default_factory=cls)))
+    return out
+
+
+def _assemble_run(self) -> TrainConfig:
+    """The TrainConfig (what config.json records) that the parsed sections spell out."""
+    values = {k: v for key in ("common", "more", "engine") for k, v in asdict(getattr(self, key)).items()}
+    return TrainConfig(algo=getattr(self, "algo_name", "reinforce"), **values)
 
 
 def _train_command(name: str):
-    """``rlalgos train NAME``: the run options plus NAME's own config, with NAME's defaults."""
+    """``rlalgos train NAME``: the common run options, NAME's own options with NAME's defaults, then the rest."""
     spec = ALGORITHMS[name]
+    algo_cls = section(name, spec.config, [f.name for f in fields(spec.config)], make_config(name))
+    common, more, engine = run_sections(TrainConfig(algo=name))
     train = make_dataclass(f"Train_{name}", [
-        ("run", Annotated[RunOptions, Flat], field(default_factory=lambda: RunOptions(algo=name))),
-        ("algo", Annotated[spec.config, Flat], field(default_factory=lambda: make_config(name))),
-    ])
-    return Annotated[train, tyro.conf.subcommand(name, description=spec.summary)]
+        common,
+        ("options", Annotated[algo_cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=name)], field(default_factory=algo_cls)),
+        more, engine,
+    ], namespace={"algo_name": name, "run": property(_assemble_run), "algo": property(lambda self: make_config(name, **asdict(self.options)))})
+    description = f"{spec.summary}. Every option's full text: rlalgos algos {name}"
+    return Annotated[train, tyro.conf.subcommand(name, description=description)]
 
 
 TrainCommand = Union[tuple(_train_command(n) for n in ALGORITHMS)]  # noqa: UP007
@@ -47,30 +122,37 @@ TrainCommand = Union[tuple(_train_command(n) for n in ALGORITHMS)]  # noqa: UP00
 class TrainArgs:
     """Train one algorithm on the shared loop; metrics go to OUT_DIR/metrics.jsonl as they are made."""
 
-    algorithm: TrainCommand
+    algorithm: Annotated[TrainCommand, tyro.conf.arg(name="")]  # no "algorithm." in the titles of its option boxes
 
 
 @dataclass
 class ResumeArgs:
     """Continue a run from its last checkpoint with the config it was started with (same numbers as uninterrupted on CPU)."""
 
-    run_dir: tyro.conf.Positional[str]
+    run_dir: Annotated[tyro.conf.Positional[str], tyro.conf.arg(metavar="RUN_DIR")]
     """The run folder."""
-    steps: int | None = None
-    """Train up to this many steps in all (default: the saved number)."""
+    steps: int = 0
+    """Train up to this many steps in all, more than the run has done; 0 = the number it was started with."""
 
 
 @dataclass
-class CompareArgs:
-    """Train several algorithms over several seeds; one run folder per (algorithm, seed), summary.csv, compare.png."""
+class CompareOptions:
+    """Train several algorithms over several seeds; one run folder per (algorithm, seed), summary.csv, compare.png;
+    with 3 or more seeds, each algorithm's paired difference from the first, its interval and verdict."""
 
     algos: str = "reinforce,ppo,grpo,dapo"
     """Comma-separated algorithms, each optionally with its own options: e.g. ``grpo,dapo:minibatches=4:clip_high=0.3``."""
     seeds: int = 1
-    """Seeds per algorithm, counting up from --seed."""
+    """Seeds per algorithm, counting up from --seed (3 or more for a verdict)."""
     jobs: int = 0
-    """Runs trained side by side, each lane pinned to cores // jobs threads (this process is one lane, worker processes the others); 0 = auto: one lane per core on CPU (2 on 2 cores: 1.47x the throughput of one after another at 2 threads, make bench-sweep), 1 on a GPU; 1 = one after another. A run's numbers depend on its thread count, not on its lane."""
-    run: Annotated[RunOptions, Flat] = field(default_factory=lambda: RunOptions(out_dir="runs/compare"))
+    """Runs trained side by side (0 = auto: one per core on CPU, 1 on a GPU; 1 = one after another)."""
+
+
+CompareArgs = make_dataclass("CompareArgs", [
+    ("compare", Annotated[CompareOptions, Flat, tyro.conf.arg(name="compare")], field(default_factory=CompareOptions)),
+    *run_sections(TrainConfig(out_dir="runs/compare")),
+], namespace={"__doc__": CompareOptions.__doc__, "run": property(_assemble_run), "algos": property(lambda self: self.compare.algos),
+              "seeds": property(lambda self: self.compare.seeds), "jobs": property(lambda self: self.compare.jobs)})
 
 
 @dataclass
@@ -106,8 +188,8 @@ class PlotArgs:
     """Comma-separated metric names."""
     smooth: int = 5
     """Rolling-mean window for train metrics."""
-    out: str = "plot.png"
-    """Figure path."""
+    out: str = ""
+    """Figure path (default: plot.png in the run folder, or in the folder that holds the runs given)."""
 
 
 @dataclass
@@ -128,7 +210,10 @@ class DataArgs:
 
 @dataclass
 class AlgosArgs:
-    """List the algorithms with every option and its default."""
+    """List the algorithms and the run options with their defaults; with NAME, the full text of every option of rlalgos train NAME."""
+
+    name: tyro.conf.Positional[str] = ""
+    """An algorithm (rlalgos algos grpo): every option of its train command, with its whole documentation."""
 
 
 @dataclass
@@ -185,8 +270,8 @@ class ClaimsRun:
     """The claim's id (rlalgos claims list)."""
     seeds: str = ""
     """Comma-separated seeds, e.g. 20,21,22 (default: the published ones). Fewer than 3 run with a warning: a verdict needs 3."""
-    jobs: int = 1
-    """Runs trained side by side (0 = auto: one per core on CPU)."""
+    jobs: int = 0
+    """Runs trained side by side; 0 = auto (one per core on CPU, as compare), 1 = one after another."""
     out_dir: str = "runs/claims"
     """Folder for the record OUT_DIR/ID.json."""
     runs_dir: str = ""
@@ -224,12 +309,25 @@ class ClaimsArgs:
                   Annotated[ClaimsReport, tyro.conf.subcommand("report", description=ClaimsReport.__doc__)]]
 
 
+@dataclass
+class DiagnoseArgs:
+    """Read a run and name the failure signatures notebook 06 teaches (collapse, zero signal, length runaway, a gamed reward,
+    entropy collapse, KL drift, clip saturation, NaN), with their evidence; save a plot of the signals next to the run."""
+
+    run_dir: Annotated[tyro.conf.Positional[str], tyro.conf.arg(metavar="RUN_DIR")]
+    """An rlalgos run folder, a TRL output folder (trainer_state.json), or a folder of TensorBoard event files (verl, TRL)."""
+    plot: str = ""
+    """Where to save the plot: '' = doctor.png in the run folder, 'none' = no plot."""
+    accuracy_key: str = ""
+    """A logged metric to read as eval accuracy (TRL logs none: e.g. eval_rewards/accuracy_reward/mean); verl's val-core/.../acc/mean@N is found by itself."""
+
+
 # --------------------------------------------------------------------------- #
 # Commands
 # --------------------------------------------------------------------------- #
 
 
-def _run_config(run: RunOptions, **over) -> TrainConfig:
+def _run_config(run: TrainConfig, **over) -> TrainConfig:
     """A plain TrainConfig (what config.json records) from the CLI's run options."""
     return TrainConfig(**{**{f.name: getattr(run, f.name) for f in fields(TrainConfig)}, **over})
 
@@ -246,7 +344,7 @@ def cmd_train(args) -> None:
 def cmd_resume(args: ResumeArgs) -> None:
     from ..train import resume
 
-    _print_run_summary(resume(args.run_dir, steps=args.steps))
+    _print_run_summary(resume(args.run_dir, steps=args.steps or None))
 
 
 def _print_run_summary(df) -> None:
@@ -256,9 +354,10 @@ def _print_run_summary(df) -> None:
         return
     ev = df.dropna(subset=["eval_accuracy"])
     print(f"run folder: {df.run_dir} (metrics.jsonl, samples.jsonl, checkpoint/)")
-    if len(ev):
-        print(f"eval accuracy {ev['eval_accuracy'].iloc[0]:.3f} -> {ev['eval_accuracy'].iloc[-1]:.3f} over {int(df['step'].max())} steps; "
-              f"greedy {ev['eval_greedy_accuracy'].iloc[0]:.3f} -> {ev['eval_greedy_accuracy'].iloc[-1]:.3f}")
+    if len(ev):  # the steps are the evaluations' own: a run's last row need not be an evaluation
+        first, last = ev.iloc[0], ev.iloc[-1]
+        print(f"eval accuracy {first['eval_accuracy']:.3f} (step {int(first['step'])}) -> {last['eval_accuracy']:.3f} (step {int(last['step'])}); "
+              f"greedy {first['eval_greedy_accuracy']:.3f} -> {last['eval_greedy_accuracy']:.3f}")
 
 
 def check_compare_dir(out: Path, names, seeds, overwrite: bool) -> None:
@@ -295,10 +394,12 @@ def cmd_compare(args: CompareArgs) -> None:
     seeds = range(args.run.seed, args.run.seed + args.seeds)
     check_compare_dir(out, labels, seeds, args.run.overwrite)
 
-    from ..workbook.plots import plot_runs, summary_table
-    from .sweep import run_many
+    from ..workbook.plots import COST, plot_runs, summary_table
+    from ..workbook.stats import paired_effect, verdict_line
+    from .sweep import plan_line, run_many
 
     jobs = [(label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg) for label, cfg, algo_cfg in runs for s in seeds]
+    print(plan_line([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], args.jobs))
     results = run_many([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], jobs=args.jobs, progress=args.run.progress)
     groups, failed = {}, 0
     for (label, _, _), df in zip(jobs, results):
@@ -310,10 +411,18 @@ def cmd_compare(args: CompareArgs) -> None:
         raise ValueError(f"all {len(jobs)} runs failed; the first: {results[0]}")
     table = summary_table(groups)
     table.to_csv(out / "summary.csv")
-    fig = plot_runs(groups, keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", "eval_scratchpad_frac"),
-                    title=f"{', '.join(labels)} on {args.run.task}, {args.seeds} seed(s)")
+    fig = plot_runs(groups, keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", COST),
+                    title=f"{', '.join(labels)} on {args.run.task}, {args.seeds} seed(s)", caption=True)
     fig.savefig(out / "compare.png", dpi=110, bbox_inches="tight")
     print(table.round(3).to_string())
+    base = labels[0]
+    if args.seeds >= 3 and base in groups and len(groups) > 1:
+        print(f"\npaired by seed, each against {base} (end of run: last evaluation; train metrics over the last 5 steps):")
+        for label in [g for g in groups if g != base]:
+            for key in ("eval_accuracy", "eval_greedy_accuracy", "kl", "step_seconds"):
+                print("  " + verdict_line(paired_effect(groups[base], groups[label], key), label, base))
+    elif len(groups) > 1:
+        print(f"\n{args.seeds} seed(s): no paired verdict (it needs >= 3 seeds per algorithm: --seeds 3)")
     print(f"\nrun folders: {out}/<algo>/seed<k>/metrics.jsonl")
     print(f"table:       {out / 'summary.csv'}")
     print(f"figure:      {out / 'compare.png'}")
@@ -338,7 +447,7 @@ def cmd_eval(args: EvalArgs) -> None:
                   chat_template=args.chat_template, autocast_dtype=resolve_precision(args.dtype, policy.device)[1])
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
-    print(json.dumps(ev, indent=2))
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in ev.items()}, indent=2))
 
 
 def cmd_plot(args: PlotArgs) -> None:
@@ -351,15 +460,17 @@ def cmd_plot(args: PlotArgs) -> None:
             if not found:
                 raise FileNotFoundError(f"{d} holds no metrics.jsonl; give run folders or a compare folder")
             runs.extend(found)
-    if Path(args.out).exists() and Path(args.out).is_dir():
-        raise FileExistsError(f"{args.out} is a folder; give a figure path such as plot.png")
+    given = [Path(d).resolve() for d in args.run_dirs]
+    out = Path(args.out) if args.out else Path(os.path.commonpath(given)) / "plot.png"
+    if out.is_dir():
+        raise FileExistsError(f"{out} is a folder; give a figure path such as plot.png")
     from ..workbook.plots import plot_runs, summary_table
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
-    fig = plot_runs(runs, keys=keys, smooth=args.smooth)
-    fig.savefig(args.out, dpi=110, bbox_inches="tight")
+    fig = plot_runs(runs, keys=keys, smooth=args.smooth, caption=True)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     print(summary_table(runs).round(3).to_string())
-    print(f"figure: {args.out}")
+    print(f"figure: {out}")
 
 
 def cmd_sft(args: SFTConfig) -> None:
@@ -395,12 +506,32 @@ def cmd_data(args: DataArgs) -> None:
     print(f"wrote {paths['train']} and {paths['test']}")
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def cmd_algos(args: AlgosArgs) -> None:
+    import textwrap
+
+    if args.name:
+        spec = ALGORITHMS[args.name] if args.name in ALGORITHMS else make_config(args.name)  # an unknown name: one line
+        run, algo = TrainConfig(algo=args.name), make_config(args.name)
+        print(f"rlalgos train {args.name}: {spec.summary}\n")
+        for title, cfg in (("run options", run), (f"{args.name} options", algo)):
+            print(f"{title}:")
+            docs = all_field_docs(type(cfg))
+            for f in fields(cfg):
+                if f.name != "algo":
+                    print(f"  {_flag(f.name)} (default {getattr(cfg, f.name)!r})")
+                    print(textwrap.fill(re.sub(r":\w+:`~?([^`]+)`", r"\1", docs.get(f.name, "")).replace("``", ""), 100, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False))
+            print()
+        return
     for name, spec in ALGORITHMS.items():
         print(f"{name}: {spec.summary}")
-        cfg = make_config(name)
-        print("    " + "  ".join(f"--{k.replace('_', '-')} {v}" for k, v in asdict(cfg).items()))
-    print("\neach option's meaning: rlalgos train NAME --help")
+        print(textwrap.fill("  ".join(f"{_flag(k)} {v}" for k, v in asdict(make_config(name)).items()), 110, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
+    print("\nrun options (every algorithm):")
+    print(textwrap.fill("  ".join(f"{_flag(k)} {v}" for k, v in asdict(TrainConfig()).items() if k != "algo"), 110, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
+    print("\none line per option: rlalgos train NAME --help; the whole text of each: rlalgos algos NAME")
 
 
 def cmd_export(args: ExportArgs) -> None:
@@ -459,6 +590,12 @@ def cmd_claims(args: ClaimsArgs) -> None:
             claims.run_claim(a.claim, seeds, jobs=a.jobs, out_dir=a.out_dir, runs_dir=a.runs_dir or None, overwrite=a.overwrite, publish=a.publish, **over)
 
 
+def cmd_diagnose(args: DiagnoseArgs) -> None:
+    from .diagnose import diagnose_path
+
+    print(diagnose_path(args.run_dir, plot={"": True, "none": False}.get(args.plot, args.plot), accuracy_key=args.accuracy_key)[2])
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its arguments (a dataclass), what runs it, and its one-line help."""
@@ -482,6 +619,7 @@ COMMANDS = {
     "export": Command(ExportArgs, cmd_export, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
     "student": Command(StudentArgs, cmd_student, "write the notebooks without their worked solutions, for a class (rlalgos student OUT_DIR)"),
     "claims": Command(ClaimsArgs, cmd_claims, "the claims scorecard: rlalgos claims list | run ID [--seeds 20,21,22] | report"),
+    "diagnose": Command(DiagnoseArgs, cmd_diagnose, "name what went wrong in a run (rlalgos, TRL or TensorBoard logs) and plot the signals"),
 }
 
 
@@ -504,6 +642,51 @@ def unknown_algorithm(argv: list[str]) -> str | None:
     return f"unknown algorithm {name!r}; choose one of {', '.join(known)}"
 
 
+def option_names(cls: type) -> set[str]:
+    """Every ``--option`` a command's dataclass takes (nested option boxes included), as tyro spells them."""
+    names, hints = {"-h", "--help"}, typing.get_type_hints(cls, include_extras=True)
+    for f in fields(cls):
+        hint = hints[f.name]
+        base, extras = (typing.get_args(hint)[0], typing.get_args(hint)[1:]) if typing.get_origin(hint) is Annotated else (hint, ())
+        if isinstance(base, type) and hasattr(base, "__dataclass_fields__"):
+            names |= option_names(base)
+        elif not any(e is tyro.conf.Positional or "Positional" in repr(e) for e in extras) and typing.get_origin(base) is not Union:
+            names |= {_flag(f.name), "--no-" + _flag(f.name)[2:]} if base is bool else {_flag(f.name)}
+    return names
+
+
+def misplaced_option(argv: list[str]) -> str | None:
+    """The one-line error for an option this command does not take (the nearest name it does take,
+    from this command alone) or for ``rlalgos train --steps 5 grpo``; None when every option is known."""
+    if not argv or argv[0] not in COMMANDS or argv[0] == "export":
+        return None
+    command, rest = argv[0], argv[1:]
+    if command == "train":
+        if rest and rest[0].startswith("-") and rest[0] not in ("-h", "--help"):
+            algo = next((a for a in rest if a in ALGORITHMS), None)
+            fix = f"rlalgos train {algo} {' '.join(a for a in rest if a != algo)}" if algo else "rlalgos train ALGO --steps 5"
+            return f"name the algorithm before its options: {fix}  (rlalgos algos lists the algorithms)"
+        if not rest or rest[0] not in ALGORITHMS:
+            return None
+        cls = next(typing.get_args(t)[0] for t in TrainCommand.__args__ if typing.get_args(t)[0].algo_name == rest[0])
+        prog, rest = f"train {rest[0]}", rest[1:]
+    elif command == "claims":
+        actions = {"list": ClaimsList, "run": ClaimsRun, "report": ClaimsReport}
+        if not rest or rest[0] not in actions:
+            return None
+        cls, prog, rest = actions[rest[0]], f"claims {rest[0]}", rest[1:]
+    else:
+        cls, prog = COMMANDS[command].args, command
+    known = option_names(cls)
+    for token in rest:
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name.replace("_", "-") not in known:
+            near = difflib.get_close_matches(name.replace("_", "-"), sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            return f"rlalgos {prog} has no option {name}{hint} (rlalgos {prog} --help lists them)"
+    return None
+
+
 def parse(argv: list[str]):
     """``(command, parsed dataclass)``; tyro prints help and usage errors itself (exit 0 / 2)."""
     commands = Union[tuple(Annotated[c.args, tyro.conf.subcommand(name, description=c.help)] for name, c in COMMANDS.items())]  # noqa: UP007
@@ -513,12 +696,24 @@ def parse(argv: list[str]):
     return name, (args.algorithm if name == "train" else args)
 
 
+def interrupted_hint(command: str, args) -> str:
+    """What an interrupted command left, and the command that goes on from there."""
+    if command in ("train", "resume"):
+        folder = args.run_dir if command == "resume" else args.run.out_dir
+        return f"every metrics row written so far is in {folder}/metrics.jsonl; rlalgos resume {folder} continues it from its last checkpoint"
+    if command == "compare":
+        return f"finished runs are in {args.run.out_dir}/; rlalgos resume {args.run.out_dir}/ALGO/seedK continues an unfinished one"
+    if command == "claims":
+        return "finished runs are kept, and the same claims run reuses them"
+    return "stopped"
+
+
 def main(argv=None) -> int:
     os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # hub retries would print warnings around our one-line errors
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    if (error := unknown_algorithm(argv)) is not None:
+    if (error := misplaced_option(argv) or unknown_algorithm(argv)) is not None:
         print(f"rlalgos: error: {error}", file=sys.stderr)
         return 2
     command, args = parse(argv)
@@ -530,7 +725,7 @@ def main(argv=None) -> int:
         print(f"rlalgos: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("rlalgos: interrupted; every metrics row written so far is in the run folder (rlalgos resume RUN_DIR continues it)", file=sys.stderr)
+        print(f"rlalgos: interrupted; {interrupted_hint(command, args)}", file=sys.stderr)
         return 130
     return 0
 

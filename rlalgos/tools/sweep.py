@@ -84,12 +84,11 @@ def longest_first(runs: list[tuple[TrainConfig, AlgoConfig]]) -> list[int]:
     return sorted(range(len(runs)), key=lambda i: -cost[i])
 
 
-class RunFailed(Exception):
-    """What :func:`run_many` returns in place of a run that failed: which run, its folder and why."""
-
-    def __init__(self, index: int, run_dir: str, error: BaseException):
-        super().__init__(f"run {index} ({run_dir}) failed: {type(error).__name__}: {error}")
-        self.index, self.run_dir, self.error = index, run_dir, error
+def failure_text(error: BaseException, index: int | None = None) -> str:
+    """``run i (folder) failed: Type: message`` for the exception :func:`run_many` returned in place of a run."""
+    i = getattr(error, "run_index", index)
+    where = f" ({error.run_dir})" if getattr(error, "run_dir", None) else ""
+    return f"run {i}{where} failed: {type(error).__name__}: {error}"
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -136,7 +135,8 @@ def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
 
 def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress: bool = True) -> list:
     """Train every ``(TrainConfig, algo config)`` and return, in the same order, each
-    run's metrics DataFrame, or a :class:`RunFailed` (an exception: which run, its folder, why).
+    run's metrics DataFrame, or the exception that stopped it, carrying ``run_index`` and ``run_dir``
+    (:func:`failure_text` says it in one line).
 
     ``jobs`` = 0: :func:`auto_jobs`. ``jobs`` = 1: one after another in this process, with its threads.
     ``jobs`` > 1: ``jobs`` lanes, each pinned to ``threads_per_job(jobs)`` threads,
@@ -162,9 +162,9 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
             return queue.popleft() if queue else None
 
     def finish(i: int, result) -> None:
-        if isinstance(result, Exception):  # one failed run does not stop the others
-            result = RunFailed(i, runs[i][0].out_dir, result)
-            print(f"rlalgos: {result}", file=sys.stderr)
+        if isinstance(result, Exception):  # one failed run does not stop the others; the exception says which it was
+            result.run_index, result.run_dir = i, runs[i][0].out_dir
+            print(f"rlalgos: {failure_text(result)}", file=sys.stderr)
         out[i] = result
         bar.update()
 

@@ -456,6 +456,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("lr-collapse", "Too large a learning rate collapses training", PPO_PAPER, "end-to-end", "reproduced", **NB06,
           figure="notebooks/06_troubleshooting.ipynb#cell-16",
           arms={"baseline": ("grpo", {}), "b_lr3e-3": ("grpo", {"lr": 3e-3})},
+          train={"b_lr3e-3": {"stop_on_collapse": False}},  # the whole collapse is the lesson: the run doctor would stop it
           expects=(Expect("b_lr3e-3", "eval_accuracy", -1), Expect("b_lr3e-3", "kl", +1, headline=False))),
     Claim("length-runaway", "A length-biased reward makes length run away; overlong shaping holds it", DAPO, "end-to-end",
           "reproduced on seeds 0-2 (shaping holds length; it cannot make a reward that ignores correctness teach it); on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely moved), so the interval includes 0: within noise there", **NB06,

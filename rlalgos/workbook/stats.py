@@ -53,7 +53,9 @@ def by_seed(dfs: Sequence[pd.DataFrame], key: str, tail: int = 5) -> pd.Series:
     out = {}
     for i, df in enumerate(dfs):
         if isinstance(df, BaseException):  # run_many's place for a failed run
-            raise ValueError(str(df) if "failed" in str(df) else f"run {i} failed: {type(df).__name__}: {df}")
+            from ..tools.sweep import failure_text
+
+            raise ValueError(failure_text(df, i))
         seed = run_config(df).get("train", {}).get("seed", i)
         out[seed] = final_value(df, key, tail)
     return pd.Series(out, dtype=float)
