@@ -35,6 +35,8 @@ TRAP_MODEL_DIR = DATA_DIR / "trap_model"
 
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 BASELINES = ("none", "batch_mean", "leave_one_out")
+EI_KEEP = ("correct", "best")
+"""Which answers expert iteration (``ei``) trains on: every one whose reward reaches ``keep_threshold``, or only its group's best."""
 KL_ESTIMATORS = ("k1", "k2", "k3")
 GRPO_KL_ESTIMATORS = KL_ESTIMATORS + ("k1+", "k3+")
 """Every kind :func:`rlalgos.core.kl_estimate` knows, and what a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
@@ -293,6 +295,23 @@ class ReinforceConfig(AlgoConfig):
 
 
 @dataclass
+class EIConfig(ReinforceConfig):
+    """Expert iteration: REINFORCE with a 0/1 weight on the kept answers, no baseline, no negatives."""
+
+    keep: str = "correct"
+    """Which answers are trained on: ``correct`` (every answer whose reward is at least keep_threshold: STaR, RAFT++) or ``best`` (only those with their group's highest reward, if it reaches keep_threshold: RAFT's best-of-G); the same on a 0/1 reward."""
+    keep_threshold: float = 1.0
+    """The reward an answer needs to be kept (1.0: a right answer on the 0/1 task)."""
+    baseline: str = "none"
+    """ei has no baseline (``none`` only): a kept answer weighs 1, the rest are out of the loss."""
+
+    def validate(self, group_size: int, num_sequences: int) -> None:
+        super().validate(group_size, num_sequences)
+        _check(self.keep in EI_KEEP, f"unknown keep {self.keep!r}; use one of {', '.join(EI_KEEP)}")
+        _check(self.baseline == "none", f"ei has no baseline (it trains on the kept answers alone), got baseline {self.baseline}; use rloo or reinforce for a baseline")
+
+
+@dataclass
 class ClippedConfig(AlgoConfig):
     """What PPO adds to the policy update, and GRPO keeps: the clipped importance ratio."""
 
@@ -495,6 +514,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "dapo": AlgorithmSpec(DAPOConfig, {}, "improved GRPO (DAPO): dynamic sampling, clip-higher, token-level loss, overlong shaping, no KL, entropy monitor"),
     "drgrpo": AlgorithmSpec(GRPOConfig, {"adv_scale": "none", "loss_agg": "seq-mean-token-sum-norm"}, "Dr. GRPO: GRPO without the std division, with a constant length normaliser (grpo --adv-scale none --loss-agg seq-mean-token-sum-norm)"),
     "rloo": AlgorithmSpec(ReinforceConfig, {"baseline": "leave_one_out"}, "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)"),
+    "ei": AlgorithmSpec(EIConfig, {}, "expert iteration (STaR, RAFT): keep the right answers and maximise their log-likelihood; REINFORCE with a 0/1 reward, no baseline, no negatives"),
     "dualclip": AlgorithmSpec(GRPOConfig, {"clip_c": 3.0}, "GRPO with dual-clip PPO (verl's clip_ratio_c = 3): a negative-advantage token's loss is bounded at -A*c however far its ratio rises"),
     "gspo": AlgorithmSpec(GSPOConfig, {}, "GSPO (Qwen): GRPO with one length-normalised importance ratio per answer, clipped per answer (1 -/+ 3e-4/4e-4), no KL, 4 minibatches"),
     "clipcov": AlgorithmSpec(GRPOConfig, {"loss_mode": "clip_cov"}, "GRPO with Clip-Cov (Cui et al. 2025; verl's clip_cov): the clipped loss, and 0.02% of tokens, drawn among those whose log-prob x advantage covariance is in (1, 5), get no gradient"),

@@ -58,9 +58,9 @@ def test_family_tree_places_every_algorithm_and_cites_its_paper():
     """Every registered algorithm preset has its place in the picture, and every variant its arXiv id."""
     fig = family_tree()
     drawn = "\n".join(texts(fig))
-    for label in ("REINFORCE", "PPO", "GRPO", "DAPO", "RLOO", "Dr. GRPO", "GSPO", "dual-clip", "Clip-Cov", "KL-Cov", "CISPO", "SAPO", "TIS", "MIS"):
+    for label in ("REINFORCE", "PPO", "GRPO", "DAPO", "RLOO", "expert iteration (ei)", "Dr. GRPO", "GSPO", "dual-clip", "Clip-Cov", "KL-Cov", "CISPO", "SAPO", "TIS", "MIS"):
         assert label in drawn, label
-    for arxiv in ("1707.06347", "2402.03300", "2503.14476", "2402.14740", "2503.20783", "2507.18071", "1912.09729", "2505.22617", "2506.13585", "2511.20347"):
+    for arxiv in ("1707.06347", "2402.03300", "2503.14476", "2402.14740", "2203.14465", "2304.06767", "2503.20783", "2507.18071", "1912.09729", "2505.22617", "2506.13585", "2511.20347"):
         assert arxiv in drawn, arxiv
     assert overlaps(fig) == []
     plt.close(fig)

@@ -1,5 +1,6 @@
 """The algorithms, each a small diff of the previous one:
-``reinforce.py -> ppo.py -> grpo.py -> dapo.py`` (and ``grpo.py -> gspo.py``), on
+``reinforce.py -> ppo.py -> grpo.py -> dapo.py`` (and ``grpo.py -> gspo.py``,
+``reinforce.py -> ei.py``), on
 the shared :class:`~rlalgos.algorithms.base.Algorithm`. Their hyperparameters
 (one dataclass each, a docstring per field) and the one registry of names,
 presets included (``drgrpo``, ``rloo``, ``dualclip``;
@@ -13,12 +14,13 @@ from __future__ import annotations
 from ..config import ALGORITHMS, AlgoConfig, algorithm_config, make_config
 from .base import Advantages, Algorithm
 from .dapo import DAPO
+from .ei import ExpertIteration
 from .grpo import GRPO
 from .gspo import GSPO
 from .ppo import PPO, Clipped
 from .reinforce import Reinforce
 
-CLASSES: tuple[type[Algorithm], ...] = (Reinforce, PPO, GRPO, DAPO, GSPO)
+CLASSES: tuple[type[Algorithm], ...] = (Reinforce, PPO, GRPO, DAPO, GSPO, ExpertIteration)
 """The classes that run the registered algorithms, one per config class."""
 
 
@@ -28,4 +30,4 @@ def get_algorithm(name: str) -> type[Algorithm]:
     return next(cls for cls in CLASSES if cls.Config is config)
 
 
-__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "Clipped", "PPO", "GRPO", "DAPO", "GSPO", "get_algorithm", "make_config"]
+__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "Clipped", "PPO", "GRPO", "DAPO", "GSPO", "ExpertIteration", "get_algorithm", "make_config"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import tasks as tasks_module
-from ..config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
+from ..config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, EIConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
 from ..tasks import get_task
 from ..engine.trackers import TRACKERS, parse_report_to
 
@@ -53,6 +53,9 @@ PLAIN_CHAT_TEMPLATE = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% e
 TRL_SCRIPT_KEYS = ("trainer", "model", "train_file", "eval_file", "reward_funcs", "world_size")
 """Keys of the TRL side that ``train_trl.py`` uses itself; every other key is a GRPOConfig/RLOOConfig field."""
 A, R = "actor_rollout_ref.actor.", "actor_rollout_ref.rollout."
+NO_EI = (f"ei is not exported: TRL {CHECKED_AGAINST['trl']} and verl {CHECKED_AGAINST['verl']} have no expert iteration (each subtracts a baseline, so wrong answers are "
+         "pushed down); the nearest is rloo, or TRL's SFTTrainer on the kept answers")
+"""Why an ``ei`` run has no export (one line: the export's error and the table's note)."""
 
 
 # --------------------------------------------------------------------------- #
@@ -507,7 +510,7 @@ ROWS: list[Row] = [
     # ---- the run ----------------------------------------------------------------
     Row("algo", "GRPOTrainer (grpo, dapo, drgrpo, dualclip, gspo: `importance_sampling_level`, clipcov, klcov, cispo, sapo); RLOOTrainer (reinforce, rloo)",
         "`algorithm.adv_estimator` (+ `actor.policy_loss.loss_mode`=vanilla for reinforce, rloo)", "GRPO family -> grpo (gspo: sequence level; its loss_mode: see loss_mode); reinforce, rloo -> rloo; ppo -> gae",
-        "TRL 1.16 has no PPO trainer: ppo exports to verl only", _trl_algo, _verl_algo),
+        "TRL 1.16 has no PPO trainer: ppo exports to verl only; neither engine has expert iteration: ei is not exported", _trl_algo, _verl_algo),
     Row("model", "`model` (train_trl.py)", "`actor_rollout_ref.model.path` (+ `critic.model.path`, `model.custom_chat_template`)",
         "empty = the shipped tiny model, copied into the export as model/", "verl applies a chat template to every prompt; one that passes the prompt through is set for a tokenizer without one",
         lambda c: same(model=c.model_ref), _verl_model),
@@ -632,6 +635,8 @@ ROWS: list[Row] = [
     Row("baseline", "(RLOOTrainer: leave-one-out)", "`algorithm.adv_estimator`=rloo", "leave_one_out", "none and batch_mean have no equivalent: both engines use leave-one-out",
         lambda c: same() if c.algo.baseline == "leave_one_out" else missing("RLOOTrainer always uses the leave-one-out baseline"),
         lambda c: same() if c.algo.baseline == "leave_one_out" else missing("exported as adv_estimator rloo (leave-one-out)")),
+    Row("keep", "", "", "", NO_EI),
+    Row("keep_threshold", "", "", "", NO_EI),
     Row("(fixed) REINFORCE does not clip the ratio", "`epsilon` (0.2, kept)", "`actor.clip_ratio` (0.2), `actor.clip_ratio_c` (3, kept)", "",
         "both engines clip the ratio: inert at epochs = minibatches = 1 (the ratio is exactly 1), active otherwise", only=ReinforceConfig),
     Row("clip_low", "`epsilon`", "`actor.clip_ratio_low` (+ `actor.clip_ratio`)", "same value", "TRL's cispo has no lower bound on the weight",
@@ -755,6 +760,8 @@ def apply_table(engine: str, c: Ctx) -> Mapping:
     """Run every row that applies to this run for ``engine`` (``trl`` or ``verl``)."""
     if engine == "trl" and isinstance(c.algo, PPOConfig):
         raise ValueError("ppo has no TRL trainer in TRL 1.16 (no critic/GAE trainer); export it with --to verl")
+    if isinstance(c.algo, EIConfig):
+        raise ValueError(NO_EI)
     values, notes, table = {}, [], []
     for row in ROWS:
         if not row.applies(c):

@@ -164,7 +164,8 @@ TREE_LOSSES = ("the clip replaced (loss_mode; nb 09, 10)",
                "Clip-Cov / KL-Cov: act on high-covariance tokens · arXiv:2505.22617\n"
                "CISPO: the clipped ratio as a weight, every token keeps\nits gradient · MiniMax-M1, arXiv:2506.13585\n"
                "SAPO: a smooth gate sigmoid(tau (r - 1)) · arXiv:2511.20347")
-TREE_RLOO = ("RLOO", "leave-one-out baseline\nAhmadian 2024, arXiv:2402.14740 · nb 08")
+TREE_RLOO = ("the baseline or the reward", "RLOO: leave-one-out baseline\nAhmadian 2024, arXiv:2402.14740 · nb 08\n"
+             "expert iteration (ei): the right answers\nonly, no baseline, no negatives\nSTaR arXiv:2203.14465 · RAFT arXiv:2304.06767")
 TREE_SAMPLES = ("for any algorithm: the sampler is not the trainer (nb 10)",
                 "the engine samples in bf16 / with top-p / with stale weights, the trainer scores in fp32: weigh each token by "
                 "r = pi_trainer / pi_sampler\ntruncated (TIS, Yao et al. 2025: min(r, C)) or masked (MIS: drop tokens or answers "
@@ -173,7 +174,7 @@ TREE_SAMPLES = ("for any algorithm: the sampler is not the trainer (nb 10)",
 
 def family_tree(ax=None):
     """The algorithm progression as a picture: REINFORCE -> PPO -> GRPO -> DAPO along the
-    top, each a small diff of the last; RLOO under REINFORCE; under GRPO the variants that
+    top, each a small diff of the last; RLOO and expert iteration under REINFORCE; under GRPO the variants that
     change its advantage, aggregation or ratio, and the losses that replace its clip; and
     along the bottom the rollout correction, which any of them can take. Each entry names
     its paper and the notebook that measures it.
@@ -187,8 +188,8 @@ def family_tree(ax=None):
     for a, b in zip(xs, xs[1:]):
         _arrow(ax, (a + w / 2, top), (b - w / 2, top))
     mid = 2.85
-    _box(ax, xs[0], mid, w, 0.95, *TREE_RLOO, "function", size=7.5)
-    _arrow(ax, (xs[0], top - h / 2), (xs[0], mid + 0.95 / 2))
+    _box(ax, xs[0], mid, w, 1.45, *TREE_RLOO, "function", size=7.2)
+    _arrow(ax, (xs[0], top - h / 2), (xs[0], mid + 1.45 / 2))
     (va, vb), (la, lb) = TREE_VARIANTS, TREE_LOSSES
     _box(ax, 5.35, mid, 3.75, 1.45, va, vb, "note", size=7.2)
     _box(ax, 9.55, mid, 4.45, 1.45, la, lb, "note", size=7.2)
@@ -196,7 +197,7 @@ def family_tree(ax=None):
     _arrow(ax, (xs[2] + 0.35, top - h / 2), (9.0, mid + 1.45 / 2))
     _box(ax, 6, 1.25, 11.4, 0.85, *TREE_SAMPLES, "note", size=7.2)
     ax.legend(handles=[Rectangle((0, 0), 1, 1, fc=FILL["trained"], ec=BLUE, lw=1.5, label="the four algorithms (rlalgos/algorithms/)"),
-                       Rectangle((0, 0), 1, 1, fc=FILL["function"], ec=GREEN, lw=1.5, label="a preset of one of them"),
+                       Rectangle((0, 0), 1, 1, fc=FILL["function"], ec=GREEN, lw=1.5, label="a preset or a small diff of one of them"),
                        Rectangle((0, 0), 1, 1, fc="white", ec=SKY, lw=1.0, ls="--", label="options of an algorithm (presets, loss_mode, rollout_*)")],
               loc="lower center", bbox_to_anchor=(0.5, 0.02), fontsize=7.5, frameon=False, ncol=3, handlelength=1.2)
     return fig
