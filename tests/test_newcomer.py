@@ -192,3 +192,12 @@ def test_the_docs_code_blocks_run_as_scripts(tmp_path):
         proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
         assert proc.returncode == 0, (page, i, proc.stderr[-3000:])
         assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_the_pages_count_the_notebooks_right():
+    """README and the book's front page say how many notebooks there are: the number in notebooks/."""
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen"]
+    n = len(list((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    for page in (REPO / "README.md", REPO / "docs" / "index.md"):
+        said = re.findall(r"\b(" + "|".join(words[2:]) + r"|\d+) notebooks\b", page.read_text(), flags=re.I)
+        assert said and all(s.lower() in (words[n], str(n)) for s in said), (page.name, said, n)

@@ -20,7 +20,7 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import (ALGORITHMS, BASELINES, DTYPES, DYNAMIC_SAMPLING, GRPO_KL_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, LOSS_MODES, ROLLOUT_CORRECTIONS,
+from ..config import (ALGORITHMS, BASELINES, DTYPES, DYNAMIC_SAMPLING, EI_KEEP, GRPO_KL_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, LOSS_MODES, ROLLOUT_CORRECTIONS,
                       ROLLOUT_DTYPES, GRPOConfig, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec)
 from ..tasks import DATA_DIR
 
@@ -39,7 +39,7 @@ ENGINE = ("dtype", "device", "lora_rank", "lora_alpha", "lora_dropout", "lora_ta
 
 CHOICES = {"dtype": DTYPES, "rollout_dtype": ROLLOUT_DTYPES, "rollout_correction": ROLLOUT_CORRECTIONS, "sampler": ("compact", "hf"),
            "on_nonfinite": ("stop", "skip"), "loss_agg": LOSS_AGG_MODES, "baseline": BASELINES, "loss_mode": LOSS_MODES,
-           "dynamic_sampling": DYNAMIC_SAMPLING, "adv_scale": ("std", "none"), "entropy_action": ("bonus", "temperature")}
+           "dynamic_sampling": DYNAMIC_SAMPLING, "adv_scale": ("std", "none"), "entropy_action": ("bonus", "temperature"), "keep": EI_KEEP}
 """Options whose values come from a fixed set: --help lists them (the configs' validate() checks them)."""
 
 

@@ -185,7 +185,7 @@ TRICKS: tuple[Trick, ...] = (
                     pattern=r"per answer: ([-\d.]+); steps with any penalty: ([\d.]+)"),
            Measured("{0} of answers cut at the limit (the penalty starts before it)", "notebook 06's length-biased reward, 3 seeds",
                     file="notebooks/06_troubleshooting.ipynb",
-                    line="c_verbose vs baseline, truncated_frac: 0.321 vs 0.000, paired diff +0.321 (95% CI +0.176..+0.467, 3 seeds): shown",
+                    line="c_verbose vs baseline, truncated_frac: 0.321 vs 0.000, paired diff +0.321 (95% CI +0.176..+0.467, 3 seeds; detectable >= 0.146): shown",
                     pattern=r"truncated_frac: ([\d.]+)")),
           (Tested("overlong-shaping"), Tested("dapo-truncation", "dapo"), Tested("length-runaway", "c_verbose_overlong")),
           "DAPO (arXiv:2503.14476): +3 AIME 2024 points (38 -> 41), answers up to 20k tokens, Qwen2.5-32B"),
