@@ -75,3 +75,6 @@ def medium_task(seed: int = 0, pool: int = 256, pool_g: int = 8) -> Task:
     rows, rate = medium_pool(seed, pool, pool_g)
     medium = [row for row, p in zip(rows, rate) if 0 < p < 1] or rows
     return replace(get_task("addition"), train=medium, max_new_tokens=MEDIUM_MAX_TOKENS)
+
+MYSTERY_ARM = "c_verbose"
+"""The arm whose metrics notebook 06's blind-diagnosis exercise shows without its label (kept here, out of the learner's sight)."""
