@@ -349,7 +349,7 @@ def resume(run_dir: str | Path, steps: int | None = None) -> RunMetrics:
     order and step counter are restored, so on CPU the rows match an
     uninterrupted run with the same seed."""
     cfg, algo_cfg = load_run_config(run_dir)
-    done = load_checkpoint_state(run_dir)["step"]
+    done = distributed.main_first(lambda: load_checkpoint_state(run_dir))["step"]  # process 0 recovers a cut checkpoint first
     target = cfg.steps if steps is None else steps
     if target <= done:  # nothing to train: the folder, its config.json included, stays as it is
         raise ValueError(f"{run_dir} is at step {done}; pass --steps > {done} to train on (the folder is untouched)")
