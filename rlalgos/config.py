@@ -47,7 +47,7 @@ DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 ROLLOUT_DTYPES = ("float32", "bfloat16", "float16")
 """What ``rollout_dtype`` may name: the precision of the sampling copy of the policy (float32: no copy, the policy samples)."""
 ROLLOUT_CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
-"""The sampler-trainer mismatch corrections (``rollout_correction``; TRL's ``vllm_importance_sampling_mode`` names): :func:`rlalgos.core.rollout_is_weights`."""
+"""The sampler-trainer mismatch corrections (``rollout_correction``; TRL's ``vllm_importance_sampling_mode`` names): :func:`rlalgos.core.rollout_correction_weights`."""
 LORA_INSTALL = "pip install rlalgos[lora]"
 """What a missing peft (the ``lora`` extra) tells the user to run."""
 TRACKERS = ("tensorboard", "wandb", "trackio")
@@ -148,7 +148,7 @@ class TrainConfig:
     rollout_sync_every: int = 1
     """Steps between weight syncs of the sampling copy: 1 = before every step's rollout (the sampler differs from the trainer only by ``rollout_dtype`` and ``top_p``). k > 1: the sampler keeps the weights of the last sync, so its rollouts come from a policy up to k - 1 updates old (an asynchronous engine's staleness; a larger, deliberate mismatch), in ``rollout_dtype`` (a float32 copy if that is float32). A resumed run syncs at its first step."""
     rollout_correction: str = "none"
-    """Correct the policy loss for the rollout-trainer mismatch with an importance weight ``r = pi_trainer / pi_sampler`` (of the sampled tokens; detached, times each token's policy loss; :func:`rlalgos.core.rollout_is_weights`): ``token_truncate`` (TIS: ``min(r_t, C)``), ``token_mask`` (``r_t``, 0 where ``r_t > C``), ``sequence_truncate`` / ``sequence_mask`` (the same with one ratio per answer, the product of its token ratios); ``none`` = off. TRL's ``vllm_importance_sampling_mode``, verl's ``algorithm.rollout_correction``. The trainer's log-probs are then recomputed in a no-grad pass after sampling, as both engines do."""
+    """Correct the policy loss for the rollout-trainer mismatch with an importance weight ``r = pi_trainer / pi_sampler`` (of the sampled tokens; detached, times each token's policy loss; :func:`rlalgos.core.rollout_correction_weights`): ``token_truncate`` (TIS: ``min(r_t, C)``), ``token_mask`` (``r_t``, 0 where ``r_t > C``), ``sequence_truncate`` / ``sequence_mask`` (the same with one ratio per answer, the product of its token ratios); ``none`` = off. TRL's ``vllm_importance_sampling_mode``, verl's ``algorithm.rollout_correction``. The trainer's log-probs are then recomputed in a no-grad pass after sampling, as both engines do."""
     rollout_correction_threshold: float = 2.0
     """C of ``rollout_correction``: the cap (truncate) or the cut-off (mask) on the ratio; >= 1. verl's rollout_is_threshold defaults to 2.0, TRL's vllm_importance_sampling_clip_max to 3.0."""
     logits_chunk: int = -1
