@@ -186,6 +186,8 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
     replace_old = False if resume else check_run_dir(run_dir, cfg.overwrite)
     distributed.barrier()  # every process has checked the folder before process 0 changes it
     state = distributed.main_first(lambda: load_checkpoint_state(run_dir)) if resume else None
+    if state is not None and cfg.steps <= state["step"]:  # nothing to train: the folder, its config.json included, stays as it is
+        raise ValueError(f"{run_dir} is at step {state['step']}; pass --steps > {state['step']} to train on (the folder is untouched)")
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
         extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
@@ -349,8 +351,4 @@ def resume(run_dir: str | Path, steps: int | None = None) -> RunMetrics:
     order and step counter are restored, so on CPU the rows match an
     uninterrupted run with the same seed."""
     cfg, algo_cfg = load_run_config(run_dir)
-    done = distributed.main_first(lambda: load_checkpoint_state(run_dir))["step"]  # process 0 recovers a cut checkpoint first
-    target = cfg.steps if steps is None else steps
-    if target <= done:  # nothing to train: the folder, its config.json included, stays as it is
-        raise ValueError(f"{run_dir} is at step {done}; pass --steps > {done} to train on (the folder is untouched)")
-    return train(replace(cfg, out_dir=str(run_dir), steps=target), algo_cfg, resume=True)
+    return train(replace(cfg, out_dir=str(run_dir), steps=cfg.steps if steps is None else steps), algo_cfg, resume=True)

@@ -43,10 +43,15 @@ CHOICES = {"dtype": DTYPES, "rollout_dtype": ROLLOUT_DTYPES, "rollout_correction
 """Options whose values come from a fixed set: --help lists them (the configs' validate() checks them)."""
 
 
+def plain(doc: str) -> str:
+    """A field's docstring as terminal text: reST roles and double backquotes removed."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "")
+
+
 def short_help(doc: str, limit: int = 50) -> str:
     """One line of --help from a field's docstring: its first sentence without reST markup and
     without parenthetical remarks, cut at a clause break (``;``, ``:``) if still longer than ``limit``."""
-    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "")
+    text = plain(doc)
     while (stripped := re.sub(r" ?\([^()]*\)", "", text)) != text:
         text = stripped
     text = re.split(r"(?<=[a-z0-9\]])\. (?=[A-Z0-9])", " ".join(text.split()), maxsplit=1)[0].rstrip(".")
@@ -300,13 +305,15 @@ class ClaimsReport:
     """README whose claims block to regenerate ('' = none)."""
 
 
+CLAIMS_ACTIONS = {"list": ClaimsList, "run": ClaimsRun, "report": ClaimsReport}
+"""``rlalgos claims ACTION``: each action's arguments."""
+
+
 @dataclass
 class ClaimsArgs:
     """The claims scorecard as code: rlalgos claims list | run ID | report."""
 
-    action: Union[Annotated[ClaimsList, tyro.conf.subcommand("list", description=ClaimsList.__doc__)],  # noqa: UP007
-                  Annotated[ClaimsRun, tyro.conf.subcommand("run", description=ClaimsRun.__doc__)],
-                  Annotated[ClaimsReport, tyro.conf.subcommand("report", description=ClaimsReport.__doc__)]]
+    action: Union[tuple(Annotated[c, tyro.conf.subcommand(name, description=c.__doc__)] for name, c in CLAIMS_ACTIONS.items())]  # noqa: UP007
 
 
 @dataclass
@@ -523,7 +530,7 @@ def cmd_algos(args: AlgosArgs) -> None:
             for f in fields(cfg):
                 if f.name != "algo":
                     print(f"  {_flag(f.name)} (default {getattr(cfg, f.name)!r})")
-                    print(textwrap.fill(re.sub(r":\w+:`~?([^`]+)`", r"\1", docs.get(f.name, "")).replace("``", ""), 100, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False))
+                    print(textwrap.fill(plain(docs.get(f.name, "")), 100, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False))
             print()
         return
     for name, spec in ALGORITHMS.items():
@@ -671,10 +678,9 @@ def misplaced_option(argv: list[str]) -> str | None:
         cls = next(typing.get_args(t)[0] for t in TrainCommand.__args__ if typing.get_args(t)[0].algo_name == rest[0])
         prog, rest = f"train {rest[0]}", rest[1:]
     elif command == "claims":
-        actions = {"list": ClaimsList, "run": ClaimsRun, "report": ClaimsReport}
-        if not rest or rest[0] not in actions:
+        if not rest or rest[0] not in CLAIMS_ACTIONS:
             return None
-        cls, prog, rest = actions[rest[0]], f"claims {rest[0]}", rest[1:]
+        cls, prog, rest = CLAIMS_ACTIONS[rest[0]], f"claims {rest[0]}", rest[1:]
     else:
         cls, prog = COMMANDS[command].args, command
     known = option_names(cls)
