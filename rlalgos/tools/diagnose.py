@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..engine import doctor
-from ..engine.runs import read_rows
+from ..engine.runs import load_metrics, run_config
 
 NAMES = {
     "reward_mean": ("reward", "critic/score/mean"),
@@ -157,14 +157,14 @@ def read_source(path: str | Path, accuracy_key: str = "") -> Source:
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
     if (path / "metrics.jsonl").is_file():
-        df = pd.DataFrame(read_rows(path / "metrics.jsonl"))
+        df = load_metrics(path)
         if df.empty:
             raise ValueError(f"{path / 'metrics.jsonl'} holds no rows")
+        cfg = run_config(df).get("train", {})
         if accuracy_key:
             if accuracy_key not in df:
                 raise ValueError(f"--accuracy-key {accuracy_key!r} is not logged in {path / 'metrics.jsonl'}")
             df = df.assign(eval_accuracy=df[accuracy_key])
-        cfg = json.loads((path / "config.json").read_text()).get("train", {}) if (path / "config.json").is_file() else {}
         return Source(path, "rlalgos run", df, {k: k for k in LACKS if k in df}, cfg.get("max_new_tokens") or None)
     if (path.is_file() and path.suffix == ".json") or (path / "trainer_state.json").is_file() or (path.is_dir() and any(path.glob("checkpoint-*/trainer_state.json"))):
         return read_trl(path, accuracy_key)
