@@ -77,7 +77,7 @@ sft: install  ## rebuild data/base_model with its fixed seed
 trap-model: install  ## rebuild data/trap_model (the exploration regime's base model, notebook 09) with its fixed seed
 	$(BIN)/rlalgos trap-model --overwrite
 
-lab: install  ## open the notebooks; read them in order 00 -> 10
+lab: install  ## open the notebooks; read them in order 00 -> 13 (12 and 13 may follow 05)
 	$(BIN)/jupyter lab notebooks/
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)

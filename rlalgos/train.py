@@ -293,6 +293,8 @@ def run_loop(run: Run) -> list[dict]:
             t2 = time.perf_counter()
             row = {"step": step, **batch.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
             row.update(batch.ratios(breakdown_metrics(run.task, ro.rows, ro.completions, ro.correct.tolist())))  # per level, if the task has levels
+            n = len(ro.completions)
+            row.update(batch.ratios({k: (v * n, n) for k, v in run.task.completion_metrics(ro.completions).items()}))  # e.g. the batch's scratchpad share
             row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0

@@ -23,6 +23,7 @@ import tyro
 from ..config import (ALGORITHMS, BASELINES, DTYPES, DYNAMIC_SAMPLING, EI_KEEP, GRPO_KL_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, LOSS_MODES, ROLLOUT_CORRECTIONS,
                       ROLLOUT_DTYPES, GRPOConfig, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec)
 from ..tasks import DATA_DIR
+from ..workbook.emergence import EmergenceConfig
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
 
@@ -496,6 +497,14 @@ def cmd_trap_model(args: TrapConfig) -> None:
     print(f"saved the trap regime's base model to {args.out_dir} (train on it with --task trap --model {args.out_dir})")
 
 
+def cmd_emergence_model(args) -> None:
+    from ..workbook.emergence import make_model
+
+    report = make_model(args)
+    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
+    print(f"saved to {report['config']['out_dir']} (train on it with --model {report['config']['out_dir']})")
+
+
 def cmd_rm(args: RMConfig) -> None:
     from ..workbook.reward_model import train_reward_model
 
@@ -620,6 +629,7 @@ COMMANDS = {
     "plot": Command(PlotArgs, cmd_plot, "plot run folders side by side"),
     "sft": Command(SFTConfig, cmd_sft, "train the tiny base model by supervised fine-tuning and save it"),
     "trap-model": Command(TrapConfig, cmd_trap_model, "make the exploration regime's base model (data/trap_model) from the shipped one by a short fine-tune"),
+    "emergence-model": Command(EmergenceConfig, cmd_emergence_model, "make a base model whose scratchpad is rare, incompetent, absent or primed (data/emergence/, notebook 12)"),
     "rm": Command(RMConfig, cmd_rm, "train a tiny reward model on base-model samples labelled by the rule reward"),
     "data": Command(DataArgs, cmd_data, "regenerate the addition task's train/test jsonl"),
     "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),

@@ -1,6 +1,6 @@
 """Exercises that check themselves.
 
-Notebooks 01 to 07, 09 and 10 have a few exercises each. Each is either a small piece
+Notebooks 01 to 07, 09, 10 and 12 have a few exercises each. Each is either a small piece
 of code to write (a function the package already has, so the check compares
 yours with it on fixed inputs) or a prediction about a run the notebook just
 made (the check compares your answer with *that run's* measurements, so the
@@ -476,3 +476,55 @@ def _cispo_push(answer, runs):
 @exercise("10.3", "did the truncated importance weight recover what the stale sampler cost?", "compare stale_tis with stale on eval_accuracy, paired by seed; 'noise' if the interval contains 0")
 def _tis_recovers(answer, runs):
     return _which_higher(answer, runs, "stale", "stale_tis", "eval_accuracy")
+
+
+# --------------------------------------------------------------------------- #
+# 12 · Where reasoning comes from
+# --------------------------------------------------------------------------- #
+
+
+def _close(answer, want: tuple[float, ...], what: str, tol: float = 0.01) -> tuple[bool, str]:
+    """Numbers compared within ``tol`` each."""
+    got = tuple(float(a) for a in (answer if isinstance(answer, (list, tuple)) else (answer,)))
+    if len(got) != len(want):
+        return False, f"answer {len(want)} number{'s' if len(want) > 1 else ''}: {what}"
+    ok = all(abs(g - w) <= tol * max(1.0, abs(w)) for g, w in zip(got, want))
+    return ok, f"{what}: {', '.join(f'{w:.3f}' for w in want)}"
+
+
+@exercise("12.1", "the ceiling of a strategy switch", "a policy that only changes its choice has accuracy p q + (1 - p) d; put p = 1, then p = 0")
+def _ceiling(answer, q, d):
+    return _close(answer, (q, d), "accuracy at p = 1 (the scratchpad's competence q) and at p = 0 (the direct answer's d)")
+
+
+@exercise("12.2", "how often a group carries the rare strategy's signal", "a group misses it when all 8 answers are not right scratchpads: (1 - p q)^8")
+def _signal_chance(answer, p, q):
+    c = 1 - (1 - p * q) ** 8
+    return _close(answer, (c, 16 * c), f"1 - (1 - p q)^8 with p = {p:.4f}, q = {q:.3f}, and 16 groups times that")
+
+
+@exercise("12.3", "group size or prompts", "the chance that a step's batch holds a right scratchpad answer is 1 - (1 - p q)^(G x prompts)")
+def _group_or_prompts(answer):
+    got = str(answer).strip().lower()
+    if got not in ("g", "prompts", "same"):
+        return False, f"answer 'G', 'prompts' or 'same'; you wrote {answer!r}"
+    return got == "same", "1 - (1 - p q)^(G x prompts) depends on the product only: 8 x 32 = 16 x 16"
+
+
+# --------------------------------------------------------------------------- #
+# 13 · Expert iteration
+# --------------------------------------------------------------------------- #
+
+
+@exercise("13.1", "what a group with one outcome gives each rung", "expert iteration weighs each kept answer 1; RLOO's and GRPO's weights are rewards minus a baseline that equals them when all agree")
+def _uniform_groups(answer):
+    totals = []
+    for value in (0.0, 1.0):
+        r = torch.full((8,), value)
+        totals.append((float((r >= 1).sum()), float((r - core.leave_one_out_baseline(r, 8)).sum()), float(core.group_advantages(r, 8).sum())))
+    try:
+        got = [tuple(float(x) for x in t) for t in answer]
+    except (TypeError, ValueError):
+        return False, "answer two triples: ((ei, rloo, grpo) all wrong, (ei, rloo, grpo) all right)"
+    ok = len(got) == 2 and all(len(g) == 3 and all(abs(a - b) < 1e-6 for a, b in zip(g, w)) for g, w in zip(got, totals))
+    return ok, f"(ei, rloo, grpo) totals: all wrong {totals[0]}, all right {totals[1]}"

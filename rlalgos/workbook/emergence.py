@@ -1,0 +1,598 @@
+"""Where reasoning comes from: base models that hold the scratchpad at a chosen rarity
+and competence, and the law that says when RL finds it (notebook 12).
+
+On the default task RL's whole gain is a strategy switch: the scratchpad's share of
+sampled answers rises from ~70% to 95-99% and accuracy rises to the scratchpad's own.
+DeepSeek-R1-Zero (arXiv:2501.12948) shows the same pattern at scale: the reasoning
+behaviour spreads, answers grow longer, accuracy follows. Gandhi et al. 2025
+(arXiv:2503.01307) find that RL amplifies behaviours the base model already shows
+and stalls on a model that lacks them, until it is primed with traces that show them.
+
+Each base model here is the shipped one after a short fine-tune that moves one thing:
+
+* **the choice** (the first completion token: ``#`` starts a direct answer, a digit a
+  scratchpad) is trained toward ``#`` until the scratchpad's share ``p`` falls to a
+  target; the scratchpad's tokens after the first keep training on right traces, so
+  its competence ``q`` (accuracy once it is chosen) stays the shipped model's;
+* **the competence** (``incompetent``): the scratchpad's tokens after the first train
+  on traces whose every sum is off by 1-9, so ``q`` falls to a few percent at the
+  same share;
+* **priming** (``primed`` / ``primed_wrong``): the incompetent model after a short
+  supervised fine-tune on a few hundred whole scratchpad traces, all right or with
+  half of them carrying a wrong sum (Gandhi et al.'s traces with the right structure
+  and wrong arithmetic).
+
+:func:`strategy_profile` measures ``p`` exactly (one minus the probability of ``#`` as
+the first token, averaged over prompts) and ``q`` and the direct answer's accuracy
+``d`` by forcing the first token. Sampled accuracy is then ``p q + (1 - p) d``.
+
+RL needs a group in which a scratchpad answer is right and another answer is not:
+with share ``p`` and competence ``q`` a group of ``G`` holds at least one right
+scratchpad answer with probability ``1 - (1 - p q)^G`` (:func:`signal_chance`).
+:func:`predicted_takeover` turns that into steps until the scratchpad passes half the
+answers, with one rate constant fitted to one measured start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from ..engine.forward import forward_logprobs
+from ..engine.runs import check_model_dir
+from ..engine.sampler import SamplingConfig
+from ..model import load_policy
+from ..rollout import rollout
+from ..tasks import RewardSet, addition_task, correctness_reward
+from .sft import encode_batch
+
+EMERGENCE_DIR = Path("data") / "emergence"  # under the working directory (the repository root for the notebooks and the commands)
+KINDS = ("rare", "incompetent", "absent", "primed", "primed_wrong")
+
+
+@dataclass
+class EmergenceConfig:
+    """A base model for the emergence experiments: the shipped model with the scratchpad made rare, incompetent or absent, or primed."""
+
+    kind: Literal["rare", "incompetent", "absent", "primed", "primed_wrong"] = "rare"
+    """What to make: ``rare`` (share ``share``, competence kept), ``incompetent`` (share ``share``, every sum trained wrong), ``absent`` (share below ``absent_share``), ``primed``/``primed_wrong`` (the incompetent model after ``prime_steps`` on right or half-wrong traces)."""
+    share: float = 0.03
+    """Target scratchpad share for ``rare`` and ``incompetent`` (the primed models start from the incompetent one at this share)."""
+    lr: float = 3e-5
+    """AdamW learning rate of the choice shift (constant, no weight decay)."""
+    corrupt_steps: int = 150
+    """``incompetent``: steps on wrong-sum traces (at lr 1e-4) before the choice shift."""
+    prime_steps: int = 40
+    """``primed``: steps of supervised fine-tuning on the priming traces (batches of 32, lr 1e-4)."""
+    prime_traces: int = 256
+    """``primed``: how many distinct training prompts the priming traces cover."""
+    absent_share: float = 1e-4
+    """``absent``: the share to shift below (40 steps of 16 x 8 answers then expect under one scratchpad answer)."""
+    max_steps: int = 1000
+    """Give up on the choice shift after this many steps (an error says how far it got)."""
+    seed: int = 0
+    """Seeds the prompts, the corruptions and the priming traces."""
+    out_dir: str = ""
+    """Where to ``save_pretrained``; empty = ``data/emergence/<kind>`` (with the share for ``rare``/``incompetent``)."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def folder(self) -> Path:
+        if self.out_dir:
+            return Path(self.out_dir)
+        name = f"{self.kind}_{self.share:g}" if self.kind in ("rare", "incompetent") else self.kind
+        if self.kind in ("primed", "primed_wrong") and self.share != EmergenceConfig.share:
+            name += f"_{self.share:g}"
+        return EMERGENCE_DIR / name
+
+
+def check_config(cfg: EmergenceConfig) -> None:
+    if cfg.kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {cfg.kind!r}")
+    if not 0 < cfg.share < 0.7:
+        raise ValueError(f"share must be in (0, 0.7): the shipped model's scratchpad share is ~0.70 and the shift only lowers it (got {cfg.share})")
+    if not cfg.lr > 0 or cfg.max_steps < 1 or cfg.corrupt_steps < 0 or cfg.prime_steps < 0 or cfg.prime_traces < 1:
+        raise ValueError("needs lr > 0, max_steps >= 1, corrupt_steps >= 0, prime_steps >= 0 and prime_traces >= 1")
+
+
+# --------------------------------------------------------------------------- #
+# Traces
+# --------------------------------------------------------------------------- #
+
+
+def wrong_trace(row: dict, rng: random.Random) -> str:
+    """The row's scratchpad with every partial sum off by 1-9 (up or down), carried on:
+    ``15+1+12=`` -> ``15+1=19;19+12=27#27``. The structure is right, the arithmetic not."""
+    terms = [int(x) for x in row["prompt"].rstrip("=").split("+")]
+    acc, steps = terms[0], []
+    for t in terms[1:]:
+        new = max(0, acc + t + rng.choice([-1, 1]) * rng.randint(1, 9))
+        steps.append(f"{acc}+{t}={new}")
+        acc = new
+    return ";".join(steps) + f"#{acc}"
+
+
+def first_token_logprob(model, tokenizer, prompts: Sequence[str], token: str) -> torch.Tensor:
+    """(B,) log-probability of ``token`` (one character) as the first completion token."""
+    p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), [token] * len(prompts), model.device)
+    return forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"][:, 0]
+
+
+def continuation_loss(model, tokenizer, prompts: Sequence[str], targets: Sequence[str]) -> torch.Tensor:
+    """Mean NLL of each target's tokens after its first (the scratchpad's working, not its choice)."""
+    p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), list(targets), model.device)
+    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (B, T); the mask is also the attention mask
+    after = t_mask.clone()
+    after[:, 0] = 0  # the loss skips the first token; attention still sees it
+    return -(logp * after).sum() / after.sum()
+
+
+def whole_loss(model, tokenizer, prompts: Sequence[str], targets: Sequence[str]) -> torch.Tensor:
+    """Mean NLL of the whole targets (SFT)."""
+    p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), list(targets), model.device)
+    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]
+    return -(logp * t_mask).sum() / t_mask.sum()
+
+
+@torch.no_grad()
+def scratchpad_share(model, tokenizer, prompts: Sequence[str]) -> float:
+    """The probability that a sampled answer starts a scratchpad (its first token is not ``#``), averaged over prompts."""
+    return float(1 - first_token_logprob(model, tokenizer, prompts, "#").exp().mean())
+
+
+# --------------------------------------------------------------------------- #
+# Building the models
+# --------------------------------------------------------------------------- #
+
+
+def _step(model, opt, loss) -> None:
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
+def _shift_choice(model, tokenizer, train, probe, target_share, cfg, rng, continuation) -> tuple[int, float]:
+    """Train the first token toward ``#`` (and the working after it on ``continuation(row)``)
+    until the probe prompts' scratchpad share is at most ``target_share``. Returns (steps, share).
+
+    The choice's loss is the log of the share itself, log P(first token is not ``#``): its
+    gradient does not fade as the share falls (that of -log P(#) shrinks with the share, and
+    below ~1% the working's loss drowns it)."""
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    share = scratchpad_share(model, tokenizer, probe)
+    bar = tqdm(total=cfg.max_steps, desc=f"choice -> {target_share:g}", disable=not cfg.progress)
+    steps = 0
+    while share > target_share:
+        if steps == cfg.max_steps:
+            raise RuntimeError(f"the scratchpad share is still {share:.4f} after max_steps={cfg.max_steps}; raise max_steps or lr")
+        rows = [rng.choice(train) for _ in range(64)]
+        prompts = [r["prompt"] for r in rows]
+        log_share = torch.log(-torch.expm1(first_token_logprob(model, tokenizer, prompts, "#")))  # (64,) log P(first token is not #)
+        loss = log_share.mean() + continuation_loss(model, tokenizer, prompts, [continuation(r) for r in rows])
+        _step(model, opt, loss)
+        steps += 1
+        share = scratchpad_share(model, tokenizer, probe)
+        bar.update()
+        bar.set_postfix(share=f"{share:.5f}")
+    bar.close()
+    return steps, share
+
+
+def build(cfg: EmergenceConfig):
+    """The model of ``cfg`` in memory: returns (model, tokenizer, log) without saving.
+    The primed models start from the incompetent model at the same share (built first if missing)."""
+    check_config(cfg)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    task = addition_task()
+    probe = [r["prompt"] for r in random.Random(cfg.seed + 1).sample(task.train, 256)]  # train prompts: the stopping rule never sees the test split
+    if cfg.kind in ("primed", "primed_wrong"):
+        from dataclasses import replace
+
+        start, _ = ensure_model(replace(cfg, kind="incompetent", out_dir="", overwrite=False))
+        model, tokenizer = load_policy(str(start), device="cpu")
+        model.train()
+        log: dict = {"start_share": scratchpad_share(model, tokenizer, probe), "start_model": str(start)}
+        rows = rng.sample(task.train, cfg.prime_traces)
+        traces = [(r["prompt"], wrong_trace(r, rng) if cfg.kind == "primed_wrong" and i % 2 else r["target"]) for i, r in enumerate(rows)]
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+        for _ in tqdm(range(cfg.prime_steps), desc="priming", disable=not cfg.progress):
+            b = [rng.choice(traces) for _ in range(32)]
+            _step(model, opt, whole_loss(model, tokenizer, [p for p, _ in b], [t for _, t in b]))
+        log["prime_steps"], log["prime_wrong_frac"] = cfg.prime_steps, 0.5 if cfg.kind == "primed_wrong" else 0.0
+        model.eval()
+        return model, tokenizer, log
+    model, tokenizer = load_policy(None, device="cpu")
+    model.train()
+    log = {"start_share": scratchpad_share(model, tokenizer, probe)}
+    if cfg.kind == "incompetent":
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+        for _ in tqdm(range(cfg.corrupt_steps), desc="wrong sums", disable=not cfg.progress):
+            rows = [rng.choice(task.train) for _ in range(64)]
+            _step(model, opt, continuation_loss(model, tokenizer, [r["prompt"] for r in rows], [wrong_trace(r, rng) for r in rows]))
+        log["corrupt_steps"] = cfg.corrupt_steps
+        log["choice_steps"], log["shifted_share"] = _shift_choice(model, tokenizer, task.train, probe, cfg.share, cfg, rng, lambda r: wrong_trace(r, rng))
+    else:
+        target = cfg.absent_share if cfg.kind == "absent" else cfg.share
+        log["choice_steps"], log["shifted_share"] = _shift_choice(model, tokenizer, task.train, probe, target, cfg, rng, lambda r: r["target"])
+    model.eval()
+    return model, tokenizer, log
+
+
+def folder_sha256(folder: Path) -> str:
+    """sha256 of the model weights file (what "rebuilds bit for bit" compares)."""
+    return hashlib.sha256((Path(folder) / "model.safetensors").read_bytes()).hexdigest()
+
+
+def make_model(cfg: EmergenceConfig | None = None, profile_prompts: int = 200, profile_samples: int = 8) -> dict:
+    """Build, save and profile the model of ``cfg``; the report (share, competence,
+    accuracy, steps, sha256) is also written to ``OUT/emergence_report.json``."""
+    cfg = cfg or EmergenceConfig()
+    check_config(cfg)
+    out = cfg.folder()
+    check_model_dir(out, cfg.overwrite)
+    t0 = time.perf_counter()
+    model, tokenizer, log = build(cfg)
+    seconds = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    task = addition_task()
+    prof = strategy_profile(model, tokenizer, task.test[:profile_prompts], n=profile_samples)
+    report = {"kind": cfg.kind, **{k: round(v, 5) if isinstance(v, float) else v for k, v in {**log, **prof}.items()}, "build_seconds": round(seconds, 1),
+              "sha256": folder_sha256(out), "config": {**asdict(cfg), "out_dir": str(out)}}
+    (out / "emergence_report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def ensure_model(cfg: EmergenceConfig) -> tuple[Path, dict]:
+    """The folder of ``cfg``'s model and its report, building it first if it is not there
+    (or was built with other settings)."""
+    out = cfg.folder()
+    rep = out / "emergence_report.json"
+    if rep.exists():
+        report = json.loads(rep.read_text())
+        same = {k: v for k, v in report["config"].items() if k not in ("overwrite", "progress", "out_dir")} == {k: v for k, v in asdict(cfg).items() if k not in ("overwrite", "progress", "out_dir")}
+        if same:
+            return out, report
+    from dataclasses import replace
+
+    return out, make_model(replace(cfg, overwrite=True), **({"profile_prompts": 8, "profile_samples": 2} if cfg.out_dir.startswith("runs/emergence_fast") else {}))
+
+
+# --------------------------------------------------------------------------- #
+# Measuring a model's strategies
+# --------------------------------------------------------------------------- #
+
+
+def _prefixed_reward(prompts, completions, answer, first, **_):
+    """Correctness of the answer the forced first token starts (``first + completion``)."""
+    return correctness_reward(prompts, [f + c for f, c in zip(first, completions)], answer)
+
+
+@torch.no_grad()
+def forced_accuracy(model, tokenizer, rows: Sequence[dict], first: str, n: int = 8, seed: int = 0) -> float:
+    """Sampled accuracy when the first completion token is forced: ``first="scratchpad"``
+    puts the scratchpad's own first character (the first term's first digit), ``"#"`` a direct answer."""
+    forced = [{**r, "first": (r["target"][0] if first == "scratchpad" else first)} for r in rows]
+    forced = [{**r, "prompt": r["prompt"] + r["first"]} for r in forced]
+    rewards = RewardSet([("correct", _prefixed_reward, 1.0)])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        ro = rollout(model, tokenizer, forced, n, rewards, SamplingConfig(max_new_tokens=48), old_logprobs=False)
+    return float(ro.correct.mean())
+
+
+def strategy_profile(model, tokenizer, rows: Sequence[dict], n: int = 8, seed: int = 0) -> dict:
+    """``share`` p (exact, from the first token), ``competence`` q (accuracy with the
+    scratchpad forced), ``direct_accuracy`` d (with ``#`` forced) and ``predicted_accuracy``
+    p q + (1 - p) d, on ``rows`` with ``n`` samples each."""
+    p = scratchpad_share(model, tokenizer, [r["prompt"] for r in rows])
+    q = forced_accuracy(model, tokenizer, rows, "scratchpad", n, seed)
+    d = forced_accuracy(model, tokenizer, rows, "#", n, seed)
+    return {"share": p, "competence": q, "direct_accuracy": d, "predicted_accuracy": p * q + (1 - p) * d, "profile_answers": len(rows) * n}
+
+
+# --------------------------------------------------------------------------- #
+# The law of emergence
+# --------------------------------------------------------------------------- #
+
+
+def signal_chance(p: float, q: float, G: int) -> float:
+    """Probability that a group of ``G`` answers holds at least one right scratchpad
+    answer, for share ``p`` and competence ``q``: 1 - (1 - p q)^G."""
+    return 1.0 - (1.0 - p * q) ** G
+
+
+def batch_chance(p: float, q: float, G: int, prompts: int) -> float:
+    """Probability that a step's batch of ``prompts`` groups holds at least one right scratchpad answer."""
+    return 1.0 - (1.0 - signal_chance(p, q, G)) ** prompts
+
+
+def predicted_takeover(p0: float, q: float, G: int, rate: float, prompts: int | None = None, half: float = 0.5, max_steps: int = 200) -> float:
+    """Steps until the share passes ``half`` if each step raises the share's logit by ``rate``
+    times a chance, one of two laws fixed before the grid was run:
+
+    * ``prompts=None``, **the per-group law**: the chance that a group carries the signal
+      (:func:`signal_chance`). The push grows with the share of groups that reward a
+      scratchpad answer, as a plain gradient step would.
+    * ``prompts=P``, **the per-batch law**: the chance that any of the step's ``P`` groups
+      does (:func:`batch_chance`). Adam divides each parameter's step by its recent
+      gradient size, so one informative group moves the choice about as far as many.
+
+    Either way, once the signal is in (nearly) every step the logit climbs at a constant
+    rate: a logistic curve in the share. Returns ``inf`` beyond ``max_steps``.
+    """
+    chance = (lambda p: signal_chance(p, q, G)) if prompts is None else (lambda p: batch_chance(p, q, G, prompts))
+    goal = math.log(half / (1 - half))
+    logit = math.log(p0 / (1 - p0))
+    for step in range(1, max_steps + 1):
+        push = rate * chance(1 / (1 + math.exp(-logit)))
+        logit += push
+        if logit >= goal:
+            return step - (logit - goal) / push  # where within the step it crossed
+    return math.inf
+
+
+def fit_rate(p0: float, q: float, G: int, steps: float, prompts: int | None = None) -> float:
+    """The ``rate`` for which :func:`predicted_takeover` gives ``steps`` at (p0, q, G) (bisection)."""
+    lo, hi = 1e-4, 20.0
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if predicted_takeover(p0, q, G, mid, prompts) > steps:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def takeover_step(df, key: str = "scratchpad_frac", half: float = 0.5) -> float:
+    """The first training step whose batch has at least ``half`` scratchpad answers (``inf`` if none)."""
+    hit = df[df[key] >= half]["step"] if key in df else []
+    return float(hit.min()) if len(hit) else math.inf
+
+
+# --------------------------------------------------------------------------- #
+# The experiments (notebook 12 and benchmarks/emergence.py), fixed before any run
+# --------------------------------------------------------------------------- #
+
+OUT = Path("runs/emergence")
+SEEDS = (0, 1, 2)
+CURVE_SHARE = 0.03  # the R1-Zero curve starts from this share
+SHARES = (0.3, 0.1, 0.03, 0.01, 0.003)  # how rare can it be: at G = 8
+GROUP_SIZES = (4, 8, 16)  # and at G = 4 and 16, from 0.01
+G_SHARES = (0.01,)
+LIMIT_SHARE = 0.1  # the incompetent and primed models start at this share
+LIMITS = ("rare", "incompetent", "primed", "primed_wrong", "absent")
+# vanilla GRPO as notebook 09 runs it (8 optimizer steps per rollout, no KL), 40 steps; every
+# evaluation on the same 100 test prompts x 4 samples; the doctor's stop off (a takeover lowers
+# the entropy fast, which is the point here, not a collapse)
+REGIME = dict(prompts_per_step=16, group_size=8, steps=40, eval_every=5, eval_prompts=100, eval_samples=4, save_every=0, progress=False,
+              overwrite=True, stop_on_collapse=False)
+SHARED_ALGO = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
+# the rungs at equal prompts, answers and steps: DAPO without dynamic sampling, so it draws no extra answers
+RUNGS = {"ei": ("ei", {}), "reinforce": ("reinforce", {}), "grpo": ("grpo", {}), "dapo": ("dapo", {"dynamic_sampling": "off"})}
+
+
+def fast_mode() -> bool:
+    """The notebooks' fast mode (``RLALGOS_FAST=1``, their CI smoke test)."""
+    return os.environ.get("RLALGOS_FAST") == "1"
+
+
+def model_cfg(kind: str, share: float | None = None, fast: bool | None = None) -> EmergenceConfig:
+    """The base model of one experiment. In fast mode (``fast=None``: :func:`fast_mode`) a stand-in
+    that takes seconds to make: every target share 0.6, two steps of wrong sums and of priming,
+    in ``runs/emergence_fast/models``; its numbers mean nothing."""
+    if share is None:
+        share = CURVE_SHARE if kind == "rare" else LIMIT_SHARE
+    if fast if fast is not None else fast_mode():
+        name = EmergenceConfig(kind=kind, share=share).folder().name
+        return EmergenceConfig(kind=kind, share=0.6, absent_share=0.6, corrupt_steps=2, prime_steps=2, progress=False, out_dir=f"runs/emergence_fast/models/{name}")
+    return EmergenceConfig(kind=kind, share=share, progress=False)
+
+
+def run_cfg(name: str, model_dir, algo: str = "grpo", seed: int = 0, out: Path = OUT, algo_over: dict | None = None, **over):
+    """(TrainConfig, algorithm config) of one run: the regime with ``over`` changed, ``algo`` with the shared settings."""
+    from ..config import TrainConfig, make_config
+
+    cfg = TrainConfig(algo=algo, seed=seed, model=str(model_dir) if model_dir else "", out_dir=str(Path(out) / f"{name}_s{seed}"), **{**REGIME, **over})
+    return cfg, make_config(algo, **{**SHARED_ALGO, **(algo_over or {})})
+
+
+def model_dir(kind: str, share: float | None = None):
+    """The folder of an experiment's base model, built on first use (None: the shipped model)."""
+    if kind == "default":
+        return None
+    return ensure_model(model_cfg(kind, share))[0]
+
+
+def grid_name(share: float, G: int) -> str:
+    return f"grpo_rare{share:g}_g{G}"
+
+
+def curve_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+    """The R1-Zero curve: vanilla GRPO from the rare model (share 0.03), evaluated every 2 steps."""
+    return [run_cfg(grid_name(CURVE_SHARE, 8), model_dir("rare", CURVE_SHARE), "grpo", s, out, **{"eval_every": 2, **over}) for s in seeds]
+
+
+def grid_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+    """How rare can it be: every share at G = 8 and G = 4, 16 at the share in G_SHARES (the curve's runs are the 0.03, G = 8 point)."""
+    points = [(p, 8) for p in SHARES if p != CURVE_SHARE] + [(p, G) for p in G_SHARES for G in GROUP_SIZES if G != 8]
+    return [run_cfg(grid_name(p, G), model_dir("rare", p), "grpo", s, out, group_size=G, **over) for p, G in points for s in seeds]
+
+
+def limit_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+    """What RL cannot do: GRPO from the incompetent, absent and primed models (the rare one at the same share is the grid's)."""
+    return [run_cfg(f"grpo_{k}", model_dir(k), "grpo", s, out, **over) for k in LIMITS if k != "rare" for s in seeds]
+
+
+def rung_runs(base: str, seeds=SEEDS, out: Path = OUT, rungs=tuple(RUNGS), **over) -> list:
+    """Expert iteration, REINFORCE, GRPO and DAPO at equal budgets from ``base`` ('rare': share 0.03, or 'default')."""
+    md = model_dir("rare", CURVE_SHARE) if base == "rare" else None
+    runs = []
+    for r in rungs:
+        algo, algo_over = RUNGS[r]
+        if r == "grpo" and base == "rare":
+            runs += curve_runs(seeds, out, **over)  # the same runs
+        else:
+            runs += [run_cfg(f"{r}_{base}", md, algo, s, out, algo_over, **over) for s in seeds]
+    return runs
+
+
+# --------------------------------------------------------------------------- #
+# The non-RL reference: SFT on a teacher's right scratchpad answers
+# --------------------------------------------------------------------------- #
+
+
+def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int = 0, teacher_dir=None, lr: float = SHARED_ALGO["lr"],
+            minibatches: int = SHARED_ALGO["minibatches"], eval_every: int = REGIME["eval_every"], eval_prompts: int = REGIME["eval_prompts"],
+            eval_samples: int = REGIME["eval_samples"]):
+    """Supervised fine-tuning of ``student_dir`` on the teacher's (the shipped model's) right
+    scratchpad answers, as many per step as ``kept_per_step`` says (an expert-iteration
+    run's kept answers, so both train on the same number of answers per step), each
+    step's answers in ``minibatches`` AdamW steps as the RL runs. Evaluates like a run
+    (same prompts, same evaluation seed) and returns one row per step (also written to ``out_csv``)."""
+    import pandas as pd
+
+    from ..train import evaluate
+    from ..tasks import uses_scratchpad
+
+    out_csv = Path(out_csv)
+    if out_csv.exists():
+        return pd.read_csv(out_csv)
+    task = addition_task()
+    teacher, tok = load_policy(teacher_dir, device="cpu")
+    student, _ = load_policy(str(student_dir) if student_dir else None, device="cpu")
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.0)
+    eval_rows = task.test[:eval_prompts]
+
+    def ev(step):
+        student.eval()
+        e = evaluate(student, tok, task, eval_rows, eval_samples, seed=seed + 10_000)
+        student.train()
+        return {k: e[k] for k in ("eval_accuracy", "eval_greedy_accuracy", "eval_entropy", "eval_completion_len", "eval_scratchpad_frac")}
+
+    rows = [{"step": 0, "trained_answers": 0, "trained_tokens": 0, **ev(0)}]
+    student.train()
+    answers = tokens = 0
+    for step, n in enumerate(kept_per_step, start=1):
+        pool: list[tuple[str, str]] = []
+        while len(pool) < n:  # the teacher's right scratchpad answers on fresh training prompts
+            batch_rows = [rng.choice(task.train) for _ in range(REGIME["prompts_per_step"])]
+            with torch.no_grad():
+                ro = rollout(teacher, tok, batch_rows, REGIME["group_size"], task.rewards, SamplingConfig(max_new_tokens=task.max_new_tokens), old_logprobs=False)
+            pool += [(p, c) for p, c, ok, sp in zip(ro.prompts, ro.completions, ro.correct.tolist(), uses_scratchpad(ro.completions)) if ok and sp]
+        pool = pool[:n]
+        for mb in range(minibatches):
+            part = pool[mb::minibatches]
+            if part:
+                _step(student, opt, whole_loss(student, tok, [p for p, _ in part], [c for _, c in part]))
+        answers += n
+        tokens += sum(len(c) + 1 for _, c in pool)  # characters are tokens, plus EOS
+        row = {"step": step, "trained_answers": answers, "trained_tokens": tokens}
+        if step % eval_every == 0 or step == len(kept_per_step):
+            row.update(ev(step))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_csv, index=False)
+    return df
+
+
+# --------------------------------------------------------------------------- #
+# Reading the runs
+# --------------------------------------------------------------------------- #
+
+
+def profile_table(models: dict) -> "pd.DataFrame":
+    """One line per base model, from its report: share p, competence q, direct accuracy d,
+    the accuracy they predict (p q + (1 - p) d), and the chance that a group of 8 holds a right scratchpad answer."""
+    import pandas as pd
+
+    lines = []
+    for name, report in models.items():
+        p, q, d = report["share"], report["competence"], report["direct_accuracy"]
+        lines.append({"model": name, "share p": p, "competence q": q, "direct d": d, "p q + (1-p) d": p * q + (1 - p) * d,
+                      "1-(1-pq)^8": signal_chance(p, q, 8)})
+    return pd.DataFrame(lines).set_index("model")
+
+
+def samples_at(run_dir, steps: Sequence[int]) -> "pd.DataFrame":
+    """The answers the run's evaluations logged (the first sample of each of the first 4 test prompts) at ``steps``: one column per step."""
+    import pandas as pd
+
+    rows = [json.loads(line) for line in (Path(run_dir) / "samples.jsonl").read_text().splitlines() if line.strip()]
+    table = {}
+    for s in steps:
+        at = [r for r in rows if r["step"] == s]
+        table[f"step {s}"] = [f"{r['completion']}  {'right' if r['correct'] else 'wrong'}" for r in at]
+        table.setdefault("prompt", [r["prompt"] for r in at])
+    return pd.DataFrame(table).set_index("prompt")
+
+
+def pass_curve(model, cache: Path, rows: Sequence[dict], n: int, ks: Sequence[int], seed: int = 1) -> "pd.DataFrame":
+    """pass@k for ``ks`` (mean over ``rows`` with its standard error) from ``n`` samples per prompt of ``model``
+    (a folder, or None for the shipped model), the samples cached in ``cache``."""
+    from . import exploration as ex
+
+    task = addition_task()
+    samples = ex.model_samples(str(model) if model else None, cache, task, rows, n=n, seed=seed)
+    return ex.pass_at_k_curve(ex.per_prompt(samples, ks), ks)
+
+
+# --------------------------------------------------------------------------- #
+# The claims' arms (rlalgos.workbook.claims): the same runs as the notebooks'
+# --------------------------------------------------------------------------- #
+
+CLAIM_ARMS = {  # label -> (run folder, base model (kind, share), algorithm, TrainConfig settings of that arm)
+    "rare0.1": (grid_name(0.1, 8), ("rare", 0.1), "grpo", {}),
+    "rare0.01": (grid_name(0.01, 8), ("rare", 0.01), "grpo", {}),
+    "incompetent": ("grpo_incompetent", ("incompetent", LIMIT_SHARE), "grpo", {}),
+    "absent": ("grpo_absent", ("absent", LIMIT_SHARE), "grpo", {}),
+    "primed": ("grpo_primed", ("primed", LIMIT_SHARE), "grpo", {}),
+    "primed_wrong": ("grpo_primed_wrong", ("primed_wrong", LIMIT_SHARE), "grpo", {}),
+    "grpo": (grid_name(CURVE_SHARE, 8), ("rare", CURVE_SHARE), "grpo", {"eval_every": 2}),
+    "ei": ("ei_rare", ("rare", CURVE_SHARE), "ei", {}),
+    "grpo_default": ("grpo_default", None, "grpo", {}),
+    "ei_default": ("ei_default", None, "ei", {}),
+}
+
+
+def claim_fields(*labels: str) -> dict:
+    """The :class:`rlalgos.workbook.claims.Claim` fields of a comparison between ``labels``:
+    arms, per-arm settings (each its base model), folders, the shared regime and the models to build first."""
+    from ..config import make_config
+
+    shared = {k: v for k, v in REGIME.items() if k not in ("progress", "overwrite")}
+    arms, train, folders, prepare = {}, {}, {}, []
+    for label in labels:
+        folder, model, algo, over = CLAIM_ARMS[label]
+        arms[label] = (algo, {**SHARED_ALGO, **dict(RUNGS.get(algo, (algo, {}))[1])})
+        assert make_config(algo, **arms[label][1])  # a spec the registry can build
+        train[label] = {"model": str(model_cfg(*model, fast=False).folder()) if model else "", **over}
+        folders[label] = folder
+        if model:
+            prepare.append(model)
+    return dict(notebook="12_where_reasoning_comes_from.ipynb", task="addition", run_dir=str(OUT / "{arm}_s{seed}"), shared=shared, arms=arms, train=train,
+                folders=folders, prepare=tuple(prepare))
+
+
+def prepare_models(models: Sequence[tuple[str, float | None]]) -> None:
+    """Build the base models a claim trains from, if they are not there yet."""
+    for kind, share in models:
+        ensure_model(model_cfg(kind, share, fast=False))
