@@ -78,7 +78,9 @@ def test_grpo_loss_by_hand():
     pg = ((-a * (1.2 + 1.0 + 1.1)) / 3 + (0.8 * a + a) / 2 + 0 + 0) / 4
     assert m["pg_loss"] == pytest.approx(pg, abs=1e-6)
     # k3 per token, d = ref - new: answer 0: log(.5/.65), log(.25/.5), log(.5/.55); answer 1: log 2, 0
-    k3 = lambda d: math.exp(d) - d - 1
+    def k3(d):
+        return math.exp(d) - d - 1
+
     kl0 = (k3(math.log(0.5 / 0.65)) + k3(math.log(0.5)) + k3(math.log(0.5 / 0.55))) / 3
     kl1 = (k3(math.log(0.4 / 0.2)) + 0) / 2
     assert m["kl_loss"] == pytest.approx((kl0 + kl1) / 4, abs=1e-6)
@@ -172,7 +174,9 @@ def test_dynamic_sampling_leaves_no_zero_variance_group():
     assert calls == [4, 4]
     # bounded: when nothing is ever informative it gives up after max_resample_rounds
     algo2 = make(DAPO, max_resample_rounds=2)
-    dull = lambda n, temperature=None: sample(5)  # all-ones rewards
+    def dull(n, temperature=None):
+        return sample(5)  # all-ones rewards
+
     batch, info = algo2.collect(dull, 4)
     assert info["ds_extra_rounds"] == 2 and info["ds_short"] == 1.0
 
