@@ -32,6 +32,8 @@ from torch.testing import assert_close
 
 from rlalgos import core
 from rlalgos.config import make_config
+from rlalgos.losses import get_policy_loss
+from rlalgos.losses.common import aggregate
 from rlalgos.tools import cli
 
 TIGHT = dict(rtol=1e-6, atol=1e-7)
@@ -136,14 +138,14 @@ def verl_results(tmp_path_factory):
 
 
 def ours(mode, kw, agg, opts, seed, generator=None):
-    """Our function on the case's inputs: (loss, grad w.r.t. logp, metrics)."""
+    """The registered loss on the case's inputs, aggregated as training aggregates it: (loss, grad w.r.t. logp, metrics)."""
     logp, old, adv, mask = inputs(**opts)
     logp.requires_grad_(True)
-    fn = {"clip_cov": core.clip_cov_loss, "kl_cov": core.kl_cov_loss, "cispo": core.cispo_loss, "sapo": core.sapo_loss}[mode]
     if seed is not None:
         torch.manual_seed(seed)
     extra = {"generator": generator} if generator is not None else {}
-    loss, metrics = fn(logp, old, adv, mask, **kw, agg=agg, **extra)
+    loss_mat, metrics = get_policy_loss(mode).token_loss(logp, old, adv, mask, **kw, **extra)
+    loss = aggregate(loss_mat, mask, agg)
     loss.backward()
     return loss.detach(), logp.grad, metrics
 
