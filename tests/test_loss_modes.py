@@ -75,6 +75,9 @@ CASES = {
     "cispo-asym": ("cispo", dict(clip_low=0.1, clip_high=0.28), "seq-mean-token-mean", dict(seed=2, per_answer=True), None),
     "sapo": ("sapo", dict(tau_pos=1.0, tau_neg=1.05), "seq-mean-token-mean", {}, None),
     "sapo-taus": ("sapo", dict(tau_pos=0.5, tau_neg=2.0), "seq-mean-token-mean", dict(seed=3, per_answer=True), None),
+    "gpg": ("gpg", dict(), "token-mean", {}, None),
+    "gpg-seqmean": ("gpg", dict(), "seq-mean-token-mean", dict(seed=1, per_answer=True), None),
+    "gpg-weighted": ("gpg", dict(), "token-mean", dict(seed=2, weighted=True, per_answer=True), None),
 }
 
 VERL_PRELUDE = r'''
@@ -436,7 +439,7 @@ def test_preset_trains_two_steps_from_the_cli(name, key, tmp_path, tiny_dir, cap
 
 
 @pytest.mark.parametrize("bad,msg", [
-    (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo"),
+    (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo, gpg"),
     (dict(clip_cov_ratio=0.0), "clip_cov_ratio must be in (0, 1]"),
     (dict(kl_cov_ratio=1.5), "kl_cov_ratio must be in (0, 1]"),
     (dict(clip_cov_lb=-1.0), "must satisfy 0 <= lb < ub"),

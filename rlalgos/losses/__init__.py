@@ -26,6 +26,6 @@ the CLI read the registry before torch is loaded): each loss imports the shared 
 from .registry import LOSS_AGG_MODES, POLICY_LOSSES, PolicyLoss, get_policy_loss, register_policy_loss
 
 # the built-in losses, registered in this order (the order of the choices and of the export's rows)
-from . import clip, clip_cov, kl_cov, cispo, sapo  # noqa: E402, F401, I001
+from . import clip, clip_cov, kl_cov, cispo, sapo, gpg  # noqa: E402, F401, I001
 
 __all__ = ["LOSS_AGG_MODES", "POLICY_LOSSES", "PolicyLoss", "get_policy_loss", "register_policy_loss"]
