@@ -1,5 +1,6 @@
 """Each algorithm's full loss on a fixed hand-made batch, smoke runs, and the DAPO switches."""
 
+import dataclasses
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from rlalgos.algorithms.grpo import GRPO
 from rlalgos.algorithms.ppo import PPO
 from rlalgos.algorithms.reinforce import Reinforce
 from rlalgos.config import parse_stages
-from rlalgos.record import Rollout
+from rlalgos.record import Rollout, token_fields
 from rlalgos.train import TrainConfig, train
 
 # A fixed batch: 2 prompts x G=2 answers, T=3 tokens; answer 1 is 2 tokens long.
@@ -34,6 +35,26 @@ def fixed_rollout(**kw) -> Rollout:
     fields.update(kw)
     return Rollout(**fields)
 
+
+
+def test_every_per_token_field_is_declared_and_trimmed_and_concatenated():
+    """A (N, T, ...) field is declared once (record.per_token): trimmed() cuts it and concat() re-pads it."""
+    N, T = MASK.shape
+    extra = {"old_entropy": torch.rand(N, T), "old_kl_exact": torch.rand(N, T), "rollout_logprobs": OLD.clone(), "ref_logits": torch.rand(N, T, 5)}
+    ro = fixed_rollout(**extra, completion_mask=MASK * torch.tensor([[1.0], [1.0], [1.0], [0.0]]), prompt_ids=torch.ones(N, 2, dtype=torch.long),
+                       prompt_mask=torch.tensor([[0, 1]] * N))
+    completion = {f.name for f in token_fields(ro, "completion")}
+    wide = {f.name for f in dataclasses.fields(ro) if isinstance(getattr(ro, f.name), torch.Tensor) and getattr(ro, f.name).dim() >= 2 and f.name not in ("prompt_ids", "prompt_mask")}
+    assert completion == wide  # every per-token completion tensor is declared as one
+    assert {f.name for f in token_fields(ro, "prompt")} == {"prompt_ids", "prompt_mask"}
+    short = ro.select([1]).trimmed()  # answer 1 is 2 tokens long, its prompt 1
+    assert all(getattr(short, name).shape[1] == 2 for name in completion) and short.prompt_ids.shape[1] == 1
+    both = Rollout.concat([short, ro.select([0])])
+    for name in completion:
+        assert getattr(both, name).shape[:2] == (2, T), name
+        torch.testing.assert_close(getattr(both, name)[1], getattr(ro, name)[0])
+        assert getattr(both, name)[0, 2:].eq(0).all(), name  # right-padded
+    assert both.prompt_ids.shape == (2, 2) and both.prompt_mask[0].tolist() == [0, 1]  # left-padded
 
 def make(algo_cls, **cfg):
     policy = torch.nn.Linear(1, 1)  # the loss tests never call the model
