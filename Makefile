@@ -17,7 +17,7 @@ TRANSFORMERS_LOWEST ?= 5.0.0
 TEST_WORKERS ?= auto
 export TORCH_SPEC TORCH_INDEX_URL  # tests/test_install.py installs torch the same way
 
-.PHONY: help install demo test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory gpu-check clean
+.PHONY: help install demo lint test docs browser test-fast test-transformers-range sft trap-model notebooks student lab bench bench-step bench-scaling bench-trl bench-learning bench-mechanisms bench-regimes bench-sweep bench-kl bench-profile bench-spread bench-memory gpu-check clean
 
 help:  ## list the targets and what each does
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z_-]+):.*## /\1\t/' | awk -F'\t' '{ printf "  %-22s %s\n", $$1, $$2 }'
@@ -44,15 +44,21 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.bootstrap
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --no-deps "verl==0.9.1"
 	touch $@
 
+lint: install  ## ruff: the linter (and, once the tree is formatted, the formatter's check)
+	$(BIN)/ruff check .
+	@# enable with the commit that runs `ruff format .` over the whole tree:
+	@# $(BIN)/ruff format --check .
+
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite
 
-test: $(VENV)/.bootstrap  ## unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers, and beside them the install test (a fresh venv) at the lowest transformers allowed
+test: $(VENV)/.bootstrap  ## ruff (make lint), then unit tests, smoke runs, learning tests and every notebook in fast mode on TEST_WORKERS workers, and beside them the install test (a fresh venv) at the lowest transformers allowed
 	@# The install test is mostly pip unpacking wheels into a fresh venv, on one core: it starts first,
 	@# beside the install of .venv (pip, one core too), and goes on beside the suite; its output is
 	@# printed at the end, and either failing fails make test. It needs only pytest (no conftest).
 	RLALGOS_TRANSFORMERS=$(TRANSFORMERS_LOWEST) OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider --noconftest tests/test_install.py > $(VENV)/install_test.log 2>&1 & install_test=$$!; \
 	$(MAKE) --no-print-directory -j2 install browser || { kill $$install_test; exit 1; }; \
+	$(MAKE) --no-print-directory lint || { kill $$install_test; exit 1; }; \
 	RLALGOS_FAST=1 OMP_NUM_THREADS=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal --durations=40 --nbmake --nbmake-timeout=900 --ignore=tests/test_install.py tests notebooks; suite=$$?; \
 	wait $$install_test; install=$$?; echo "--- the install test (tests/test_install.py, transformers $(TRANSFORMERS_LOWEST)):"; cat $(VENV)/install_test.log; \
 	exit $$(( suite || install ))

@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from .losses import LOSS_AGG_MODES, POLICY_LOSSES
 from .tasks import DATA_DIR
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
@@ -33,7 +34,6 @@ REWARD_MODEL_DIR = DATA_DIR / "reward_model"
 TRAP_MODEL_DIR = DATA_DIR / "trap_model"
 """Where the shipped reward model lives (``rlalgos rm`` writes it)."""
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 BASELINES = ("none", "batch_mean", "leave_one_out")
 EI_KEEP = ("correct", "best")
 """Which answers expert iteration (``ei``) trains on: every one whose reward reaches ``keep_threshold``, or only its group's best."""
@@ -41,8 +41,8 @@ KL_ESTIMATORS = ("k1", "k2", "k3")
 GRPO_KL_ESTIMATORS = KL_ESTIMATORS + ("k1+", "k3+")
 """Every kind :func:`rlalgos.core.kl_estimate` knows, and what a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
-LOSS_MODES = ("clip", "clip_cov", "kl_cov", "cispo", "sapo")
-"""The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla)."""
+LOSS_MODES = tuple(POLICY_LOSSES)
+"""The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla): the modules of :mod:`rlalgos.losses`."""
 DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 ROLLOUT_DTYPES = ("float32", "bfloat16", "float16")
 """What ``rollout_dtype`` may name: the precision of the sampling copy of the policy (float32: no copy, the policy samples)."""
@@ -322,7 +322,7 @@ class ClippedConfig(AlgoConfig):
     clip_c: float = 0.0
     """Dual clip (Ye et al. 2020; verl's clip_ratio_c, 3 there): where A < 0 a token's loss is at most -A * clip_c, however far its ratio rises (so it acts only on ratios above clip_c: set minibatches or epochs > 1); 0 = off."""
     loss_mode: str = "clip"
-    """The per-token policy loss (verl's policy_loss.loss_mode): ``clip`` (PPO's clipped ratio; verl's vanilla), ``clip_cov`` (Clip-Cov: also cut the gradient of a few random high-covariance tokens), ``kl_cov`` (KL-Cov: no clip, a |log ratio| penalty on the highest-covariance tokens), ``cispo`` (CISPO: the clipped ratio as a no-gradient weight on -A log pi, every token keeps its gradient) or ``sapo`` (SAPO: a smooth sigmoid gate instead of the clip). Only clip takes clip_c."""
+    """The per-token policy loss (verl's policy_loss.loss_mode), one module of rlalgos/losses each, which says what it does: ``clip`` is PPO's clipped ratio (verl's vanilla); Clip-Cov, KL-Cov, CISPO, SAPO and the others replace it. Only clip takes clip_c."""
     clip_cov_ratio: float = 2e-4
     """clip_cov: share of the valid tokens (at least one per forward pass) whose gradient is cut, drawn at random from those with covariance in (clip_cov_lb, clip_cov_ub)."""
     clip_cov_lb: float = 1.0
@@ -341,14 +341,9 @@ class ClippedConfig(AlgoConfig):
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(0 < self.clip_low < 1 and self.clip_high > 0, f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}")
-        _check(self.clip_c == 0 or self.clip_c > 1, f"clip_c must be 0 (off) or > 1 (verl uses 3), got {self.clip_c}")
         _check(self.loss_mode in LOSS_MODES, f"unknown loss_mode {self.loss_mode!r}; use one of {', '.join(LOSS_MODES)}")
-        _check(self.clip_c == 0 or self.loss_mode == "clip", f"clip_c (the dual clip) works only with loss_mode clip, got loss_mode {self.loss_mode}; set clip_c 0")
-        for name in ("clip_cov_ratio", "kl_cov_ratio"):
-            _check(0 < getattr(self, name) <= 1, f"{name} must be in (0, 1] (a share of the tokens), got {getattr(self, name)}")
-        _check(0 <= self.clip_cov_lb < self.clip_cov_ub, f"clip_cov_lb and clip_cov_ub must satisfy 0 <= lb < ub, got {self.clip_cov_lb} and {self.clip_cov_ub}")
-        _check(self.kl_cov_coef >= 0, f"kl_cov_coef must be >= 0, got {self.kl_cov_coef}")
-        _check(self.sapo_tau_pos > 0 and self.sapo_tau_neg > 0, f"sapo_tau_pos and sapo_tau_neg must be > 0, got {self.sapo_tau_pos} and {self.sapo_tau_neg}")
+        for loss in POLICY_LOSSES.values():  # each loss checks its own options, used or not
+            loss.check(self)
 
 
 @dataclass

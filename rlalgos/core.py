@@ -9,7 +9,10 @@ No model, no I/O, no global state. Shapes follow one convention:
   ``metrics`` a dict of Python floats, in the style of verl's ``core_algos.py``.
 
 Reference points: verl's ``verl/trainer/ppo/core_algos.py`` and TRL's
-``GRPOTrainer``; each function's docstring says which formula it follows.
+``GRPOTrainer``; each function's docstring says which formula it follows. The policy
+losses are the modules of :mod:`rlalgos.losses` (their shared maths, masked means and
+the aggregations included, in :mod:`rlalgos.losses.common`); their names here take the
+aggregation too.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import math
 
 import torch
 
-from .config import GRPO_KL_ESTIMATORS, LOSS_AGG_MODES
+from .config import GRPO_KL_ESTIMATORS, LOSS_AGG_MODES  # noqa: F401 (core.LOSS_AGG_MODES: the notebooks read it here)
+from .losses import cispo, clip, clip_cov, kl_cov, sapo
+from .losses.common import (LOG_RATIO_BOUND, RARE_P, aggregate, aggregate_loss, clip_range, clipped_surrogate, masked_mean, masked_sum,  # noqa: F401
+                            policy_metrics, rare_upper_clip, sequence_ratio, token_covariance, token_ratio)
 
 # --------------------------------------------------------------------------- #
 # Log-probabilities and entropy
@@ -58,23 +64,8 @@ def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch
 
 
 # --------------------------------------------------------------------------- #
-# Masked reductions
+# Masked reductions (masked_sum and masked_mean: rlalgos.losses.common)
 # --------------------------------------------------------------------------- #
-
-
-def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
-    """Sum of ``x`` where ``mask`` is 1. x, mask: (B, T)."""
-    x = x * mask
-    return x.sum() if dim is None else x.sum(dim)
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
-    """Mean of ``x`` over positions where ``mask`` is 1 (0 if the mask is empty).
-
-    x, mask: (B, T); returns a scalar, or (B,) with ``dim=-1``.
-    """
-    mask = mask.to(x.dtype)
-    return masked_sum(x, mask, dim) / mask.sum(dim).clamp(min=1.0)
 
 
 def masked_var(x: torch.Tensor, mask: torch.Tensor, unbiased: bool = True) -> torch.Tensor:
@@ -222,7 +213,7 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", cl
         value = kl_estimate(logp, ref_logp, kind[:-1])  # (B, T)
         k2 = 0.5 * (logp - ref_logp).square()  # (B, T): only its gradient survives
         return k2 - k2.detach() + value.detach()
-    d = (ref_logp - logp).clamp(-20.0, 20.0) if clamp else ref_logp - logp
+    d = (ref_logp - logp).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND) if clamp else ref_logp - logp
     if kind == "k1":
         return -d
     if kind == "k2":
@@ -308,45 +299,8 @@ def ratio_estimate(y: float, n: float, yy: float, yn: float, nn: float, m: int, 
 
 
 # --------------------------------------------------------------------------- #
-# Loss aggregation
-# --------------------------------------------------------------------------- #
-
-
-
-def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", max_len: int | None = None) -> torch.Tensor:
-    """Reduce a per-token loss matrix to a scalar.
-
-    * ``token-mean``: ``sum(l*m) / sum(m)``: every token in the batch weighs the
-      same (DAPO); long answers carry more weight than short ones.
-    * ``seq-mean-token-mean``: mean over answers of ``sum_t(l*m) / n_i``: every
-      answer weighs the same (GRPO); a token of a long answer counts less.
-      ``n_i`` counts answer i's tokens, so a per-answer weight ``w_i`` in the mask
-      makes its term ``w_i`` x its mean loss.
-    * ``seq-mean-token-sum-norm``: ``sum(l*m) / (B * L_max)`` (Dr. GRPO): a
-      constant normaliser, so no length bias either way. ``L_max`` defaults to T.
-
-    loss_mat, mask: (B, T); returns a scalar
-    """
-    mask = mask.to(loss_mat.dtype)
-    if mode == "token-mean":
-        return masked_sum(loss_mat, mask) / mask.sum().clamp(min=1.0)
-    if mode == "seq-mean-token-mean":
-        # n_i counts the answer's tokens (mask > 0), so a per-answer weight in the mask
-        # (dapo's downweight, the overlong filter) scales that answer's mean instead of cancelling out
-        per_seq = masked_sum(loss_mat, mask, dim=-1) / (mask > 0).sum(-1).to(mask.dtype).clamp(min=1.0)  # (B,)
-        return per_seq.mean()
-    if mode == "seq-mean-token-sum-norm":
-        L = loss_mat.shape[-1] if max_len is None else max_len
-        return masked_sum(loss_mat, mask) / (loss_mat.shape[0] * L)
-    raise ValueError(f"unknown loss aggregation {mode!r}; use one of {', '.join(LOSS_AGG_MODES)}")
-
-
-# --------------------------------------------------------------------------- #
 # The rollout-trainer mismatch (the sampler's log-probs are not the trainer's)
 # --------------------------------------------------------------------------- #
-
-LOG_RATIO_BOUND = 20.0
-"""verl's ``SAFETY_BOUND``: log-ratios are clamped to [-20, 20] before ``exp``."""
 
 
 def logprob_gap(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
@@ -413,388 +367,54 @@ def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tenso
     return weights, {"rollout_is_mean": vals[0], "rollout_is_clip_frac": vals[1]}
 
 
-def weighted(loss_mat: torch.Tensor, is_weights: torch.Tensor | None) -> torch.Tensor:
-    """Each token's loss times its :func:`rollout_correction_weights` weight (the policy
-    losses' ``is_weights``); None = the loss as it is. (B, T)"""
-    return loss_mat if is_weights is None else loss_mat * is_weights
-
-
 # --------------------------------------------------------------------------- #
 # Policy and value losses
 # --------------------------------------------------------------------------- #
 
 
-def _log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token ``log(pi / pi_old)``, clamped to [-20, 20] as verl does. (B, T)"""
-    return (logp - old_logp).clamp(-20.0, 20.0)
-
-
-def _clip_range(clip_low: float | None, clip_high: float | None) -> tuple[float, float]:
-    """The ratio's bounds ``(1 - clip_low, 1 + clip_high)``; None = no bound on that side."""
-    lo = 1.0 - (clip_low if clip_low is not None else float("inf"))
-    hi = 1.0 + (clip_high if clip_high is not None else float("inf"))
-    return lo, hi
-
-
-def _clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_low: float | None, clip_high: float | None):
-    """PPO's per-token ``max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``.
-
-    ratio, advantages: (B, T)
-    returns: (loss_mat, clipped, low, high), each (B, T): the loss, and where the clipped
-    term is the larger (the token's gradient is cut), split by the sign of A
-    """
-    unclipped = -advantages * ratio  # (B, T)
-    if clip_low is None and clip_high is None:
-        clipped_mask = torch.zeros_like(ratio, dtype=torch.bool)
-        return unclipped, clipped_mask, clipped_mask, clipped_mask
-    lo, hi = _clip_range(clip_low, clip_high)
-    clipped = -advantages * ratio.clamp(lo, hi)  # (B, T)
-    clipped_mask = clipped > unclipped
-    low = clipped_mask & (advantages < 0)  # ratio fell below 1 - clip_low
-    high = clipped_mask & (advantages > 0)  # ratio rose above 1 + clip_high
-    return torch.maximum(unclipped, clipped), clipped_mask, low, high
-
-
-def _policy_metrics(mask: torch.Tensor, log_ratio: torch.Tensor, ratio: torch.Tensor, **means: torch.Tensor) -> dict[str, float]:
-    """What a policy loss logs: the masked mean of each (B, T) tensor in ``means`` (of a
-    boolean one: its share of the valid tokens), then ``approx_kl`` (the k3 estimate of
-    KL(old || new) from the per-token log-ratio) and ``ratio_mean``, in one
-    device-to-host copy on a GPU. mask, log_ratio, ratio: (B, T)."""
-    with torch.no_grad():
-        values = torch.stack([
-            *(masked_mean(m.to(mask.dtype), mask) for m in means.values()),
-            masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
-            masked_mean(ratio, mask),
-        ]).tolist()
-    return dict(zip([*means, "approx_kl", "ratio_mean"], values))
-
-
-RARE_P = 0.1
-"""A token is *rare* when its sampling probability was below this: the tokens clip-higher is for."""
-
-
-def rare_upper_clip(old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, high: torch.Tensor) -> dict[str, float]:
-    """What the upper clip does to the tokens clip-higher exists for (DAPO, arXiv:2503.14476):
-    ``rare_pos_frac``, the share of valid tokens that were rare (sampling probability below
-    :data:`RARE_P`) and had a positive advantage, and ``clip_frac_high_rare``, the share of
-    *those* whose ratio had passed ``1 + clip_high`` (their own gradient is cut).
-
-    old_logp, advantages, mask, high: (B, T), ``high`` the boolean upper-clip mask."""
-    with torch.no_grad():
-        rare = (mask > 0) & (advantages.expand_as(old_logp) > 0) & (old_logp < math.log(RARE_P))  # (B, T)
-        n = rare.sum()
-        vals = torch.stack([n / (mask > 0).sum().clamp(min=1), (high & rare).sum() / n.clamp(min=1)]).tolist()
-    return {"rare_pos_frac": vals[0], "clip_frac_high_rare": vals[1]}
-
-
-def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """GSPO's importance ratio, one per answer: the length-normalised sequence likelihood ratio.
-
-    ``s_i = (pi(y_i) / pi_old(y_i)) ** (1 / |y_i|) = exp(mean_t (logp_it - old_logp_it))``,
-    the mean over the answer's valid tokens (``mask > 0``; per-token log-ratios
-    clamped to [-20, 20] as in :func:`policy_loss`). As in TRL's
-    ``importance_sampling_level="sequence"`` and verl's ``loss_mode=gspo``.
-
-    logp, old_logp, mask: (B, T); returns (B, 1)
-    """
-    valid = (mask > 0).to(logp.dtype)  # a per-answer loss weight does not change the mean
-    log_ratio = _log_ratio(logp, old_logp)  # (B, T)
-    return torch.exp(masked_mean(log_ratio, valid, dim=-1)).unsqueeze(-1)  # (B, 1)
-
-
-def policy_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    clip_low: float | None = 0.2,
-    clip_high: float | None = 0.2,
-    agg: str = "token-mean",
-    max_len: int | None = None,
-    clip_c: float | None = None,
-    ratio_level: str = "token",
-    is_weights: torch.Tensor | None = None,
-):
-    """The (clipped) surrogate policy loss.
-
-    ``ratio = exp(logp - old_logp)``; per token
-    ``l = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``.
-    With ``clip_low = clip_high = None`` there is no clipping and
-    ``l = -A * ratio``, whose gradient at ``old_logp = logp.detach()`` is
-    REINFORCE's ``-A * grad log pi``.
-
-    ``is_weights`` (B, T): the rollout correction's weights
-    (:func:`rollout_correction_weights`), times each token's loss before aggregation,
-    as verl's ``rollout_is_weights`` and TRL's ``importance_sampling_ratio``; None = none.
-    Every policy loss below takes it the same way.
-
-    ``clip_c`` (dual-clip PPO, Ye et al. 2020; verl's ``clip_ratio_c``): where
-    ``A < 0``, ``l = min(l, -A * clip_c)``, so a token whose ratio has run far up
-    costs at most ``-A * clip_c`` (and gets no gradient). None = off.
-
-    ``ratio_level="sequence"`` (GSPO, Zheng et al. 2025): every token of answer i
-    takes its answer's :func:`sequence_ratio` ``s_i`` instead of its own ratio, so the
-    clip keeps or drops whole answers. With ``seq-mean-token-mean`` the loss is then
-    exactly GSPO's ``mean_i max(-A_i s_i, -A_i clip(s_i, ...))``, value and gradient
-    (``d s_i / d logp_it = s_i / |y_i|``); this is TRL's form. verl's GSPO-token form
-    (``sg[s_i] * pi_t / sg[pi_t]``) has the same value and gradient in every ``agg``
-    (for a 0/1 or per-answer mask).
-
-    logp, old_logp: (B, T) token log-probs now and at sampling time
-    advantages:     (B, T) (or (B, 1), broadcast over tokens)
-    mask:           (B, T)
-    max_len: the constant ``L_max`` of ``seq-mean-token-sum-norm`` (default: T)
-    returns: (loss, metrics) with ``clip_frac`` (share of valid tokens where the
-    clipped term is the larger, i.e. the gradient is cut), ``clip_frac_low``
-    (A < 0, ratio < 1 - clip_low), ``clip_frac_high`` (A > 0, ratio > 1 + clip_high),
-    ``clip_frac_dual`` (A < 0 and ``-A * clip_c`` is the smaller: verl's
-    ``pg_clipfrac_lower``), ``approx_kl`` (k3 estimate of KL(old || new) over valid
-    tokens, always per token) and ``ratio_mean``. Also :func:`rare_upper_clip`'s ``rare_pos_frac`` and ``clip_frac_high_rare``. With ``ratio_level="sequence"``
-    the clip fractions count the tokens of clipped answers.
-    """
-    mask = mask.to(logp.dtype)
-    advantages = advantages.expand_as(logp)
-    log_ratio = _log_ratio(logp, old_logp)
-    if ratio_level == "token":
-        ratio = torch.exp(log_ratio)  # (B, T)
-    elif ratio_level == "sequence":
-        ratio = sequence_ratio(logp, old_logp, mask).expand_as(logp)  # (B, T): s_i on every token of answer i
-    else:
-        raise ValueError(f"unknown ratio_level {ratio_level!r}; use 'token' or 'sequence'")
-    loss_mat, clipped_mask, low, high = _clipped_surrogate(ratio, advantages, clip_low, clip_high)  # (B, T) each
-    dual = torch.zeros_like(clipped_mask)
-    if clip_c is not None:  # dual clip: a constant (no gradient) where it is the smaller
-        bound = -advantages * clip_c  # (B, T)
-        dual = (advantages < 0) & (bound < loss_mat)
-        loss_mat = torch.where(dual, bound, loss_mat)
-    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
-    metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
-    return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
+def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float | None = 0.2, clip_high: float | None = 0.2,
+                agg: str = "token-mean", max_len: int | None = None, clip_c: float | None = None, ratio_level: str = "token", is_weights: torch.Tensor | None = None):
+    """The (clipped) surrogate policy loss: :func:`rlalgos.losses.clip.clipped_token_loss` per token,
+    then :func:`rlalgos.losses.common.aggregate` (``is_weights``: the rollout correction's (B, T) weights;
+    ``max_len``: the constant ``L_max`` of ``seq-mean-token-sum-norm``). Returns (loss, metrics)."""
+    loss_mat, metrics = clip.clipped_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level)
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
 # --------------------------------------------------------------------------- #
-# Other policy-loss modes (verl's policy_loss.loss_mode, TRL's loss_type)
+# Other policy-loss modes (verl's policy_loss.loss_mode, TRL's loss_type): each is a module of
+# rlalgos.losses; these take the aggregation too, as policy_loss does
 # --------------------------------------------------------------------------- #
 
 
-def token_covariance(logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Each token's centred product of advantage and log-probability (Cui et al. 2025, arXiv:2505.22617).
-
-    ``cov_t = (A_t - mean(A)) * (logp_t - mean(logp))``, the means over the valid
-    tokens (weighted by ``mask``), exactly as verl's ``compute_policy_loss_clip_cov``
-    writes it: the mean of ``logp`` is taken detached, so the gradient flows through
-    ``logp_t`` alone. Its masked mean over the valid tokens is the covariance of
-    log-probability and advantage; the entropy change of a policy-gradient step
-    follows minus it (confident rewarded tokens lower the entropy, rare rewarded ones
-    raise it). Clip-Cov and KL-Cov act on the tokens where it is largest.
-
-    logp:       (B, T) token log-probs now
-    advantages: (B, T) (or (B, 1), broadcast over tokens)
-    mask:       (B, T)
-    returns: (B, T); padding positions hold numbers too: read them through ``mask``
-    (``masked_mean(token_covariance(...), mask)`` is the covariance)
-    """
-    advantages = advantages.expand_as(logp)
-    return (advantages - masked_mean(advantages, mask)) * (logp - masked_mean(logp.detach(), mask))  # (B, T)
+def clip_cov_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float = 0.2, clip_high: float = 0.2, clip_cov_ratio: float = 2e-4,
+                  clip_cov_lb: float = 1.0, clip_cov_ub: float = 5.0, agg: str = "token-mean", max_len: int | None = None, generator: torch.Generator | None = None,
+                  is_weights: torch.Tensor | None = None):
+    """Clip-Cov: :func:`rlalgos.losses.clip_cov.clip_cov_token_loss`, aggregated as :func:`policy_loss`."""
+    loss_mat, metrics = clip_cov.clip_cov_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_cov_ratio, clip_cov_lb, clip_cov_ub, generator)
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def clip_cov_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    clip_low: float = 0.2,
-    clip_high: float = 0.2,
-    clip_cov_ratio: float = 2e-4,
-    clip_cov_lb: float = 1.0,
-    clip_cov_ub: float = 5.0,
-    agg: str = "token-mean",
-    max_len: int | None = None,
-    generator: torch.Generator | None = None,
-    is_weights: torch.Tensor | None = None,
-):
-    """Clip-Cov (Cui et al. 2025, arXiv:2505.22617): PPO's clipped loss, with the gradient
-    of a few high-covariance tokens cut as well. verl's ``compute_policy_loss_clip_cov``.
-
-    The per-token loss is :func:`policy_loss`'s ``max(-A r, -A clip(r, 1 - clip_low,
-    1 + clip_high))``. Among the valid tokens that the ordinary clip has not cut and
-    whose :func:`token_covariance` lies strictly between ``clip_cov_lb`` and
-    ``clip_cov_ub``, ``max(1, int(clip_cov_ratio * sum(mask)))`` are drawn at random
-    (``torch.randperm`` over them in row-major order, as verl draws) and their loss is
-    multiplied by 0: no gradient. Those tokens are the ones that drive the entropy
-    down the most (a confident token with a positive advantage, or an unlikely one
-    with a negative advantage). The choice is made per call, i.e. per forward pass
-    (micro-batch, length bucket), as verl makes it per micro-batch.
-
-    ``generator``: where the draw comes from; None = torch's global generator (verl's).
-    Seeded alike, both draw the same tokens. The log-ratio is clamped to [-20, 20] as in
-    :func:`policy_loss` (verl's clip_cov does not clamp; the same wherever |log r| < 20).
-
-    logp, old_logp: (B, T) token log-probs now and at sampling time
-    advantages:     (B, T) (or (B, 1), broadcast over tokens)
-    mask:           (B, T)
-    returns: (loss, metrics) with ``clip_frac``, ``clip_frac_low``, ``clip_frac_high``
-    (the ordinary clip, as in :func:`policy_loss`), ``cov_selected_frac`` (share of valid
-    tokens Clip-Cov cut: verl's ``pg_clipfrac`` in this mode), ``approx_kl``, ``ratio_mean``
-    """
-    mask = mask.to(logp.dtype)
-    advantages = advantages.expand_as(logp)
-    log_ratio = _log_ratio(logp, old_logp)
-    ratio = torch.exp(log_ratio)  # (B, T)
-    loss_mat, clipped_mask, low, high = _clipped_surrogate(ratio, advantages, clip_low, clip_high)  # (B, T) each
-    with torch.no_grad():
-        cov = token_covariance(logp, advantages, mask)  # (B, T)
-        candidates = (mask > 0) & ~clipped_mask & (cov > clip_cov_lb) & (cov < clip_cov_ub)  # (B, T)
-        idx = torch.nonzero(candidates)  # (n, 2) row-major
-        if len(idx) > 0:  # no draw when there is nothing to draw from (verl's random stream, too)
-            perm = torch.randperm(len(idx), generator=generator, device=generator.device if generator is not None else "cpu")
-            idx = idx[perm[: max(int(clip_cov_ratio * mask.sum().item()), 1)].to(idx.device)]
-        selected = torch.zeros_like(candidates)
-        selected[idx[:, 0], idx[:, 1]] = True
-    loss_mat = loss_mat * (~selected).to(loss_mat.dtype)  # the chosen tokens: loss 0, no gradient
-    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
-    metrics = _policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, cov_selected_frac=selected)
-    return loss, {**metrics, **rare_upper_clip(old_logp, advantages, mask, high)}
+def kl_cov_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, kl_cov_ratio: float = 2e-4, kl_cov_coef: float = 0.1,
+                agg: str = "token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+    """KL-Cov: :func:`rlalgos.losses.kl_cov.kl_cov_token_loss`, aggregated as :func:`policy_loss`."""
+    loss_mat, metrics = kl_cov.kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio, kl_cov_coef)
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def kl_cov_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    kl_cov_ratio: float = 2e-4,
-    kl_cov_coef: float = 0.1,
-    agg: str = "token-mean",
-    max_len: int | None = None,
-    is_weights: torch.Tensor | None = None,
-):
-    """KL-Cov (Cui et al. 2025, arXiv:2505.22617): the unclipped ratio loss, with a
-    log-ratio penalty on the highest-covariance tokens. verl's ``compute_policy_loss_kl_cov``.
-
-    Per token ``l = -A r``: **no ratio clip** (as in the paper and verl; clip_low and
-    clip_high do not enter). The ``max(1, int(kl_cov_ratio * n))`` valid tokens with the
-    largest :func:`token_covariance` (means over the ``n`` valid tokens, unweighted, as
-    verl takes them) get ``l = -A r + kl_cov_coef * |log r|``, which pulls their ratio
-    back towards 1 from either side. At ratio 1 (the first minibatch of a rollout) the
-    penalty and its gradient are 0: it acts once the policy has moved. Chosen per call
-    (per forward pass), as verl chooses per micro-batch. The log-ratio is clamped to
-    [-20, 20] as in :func:`policy_loss` (verl's kl_cov does not clamp).
-
-    logp, old_logp: (B, T) token log-probs now and at sampling time
-    advantages:     (B, T) (or (B, 1), broadcast over tokens)
-    mask:           (B, T)
-    returns: (loss, metrics) with ``cov_selected_frac`` (share of valid tokens penalised),
-    ``clip_frac``, ``clip_frac_low``, ``clip_frac_high`` (0: nothing is clipped),
-    ``approx_kl``, ``ratio_mean``
-    """
-    mask = mask.to(logp.dtype)
-    advantages = advantages.expand_as(logp)
-    log_ratio = _log_ratio(logp, old_logp)
-    ratio = torch.exp(log_ratio)  # (B, T)
-    unclipped = -advantages * ratio  # (B, T)
-    with torch.no_grad():
-        valid = mask > 0  # (B, T)
-        cov = token_covariance(logp, advantages, valid)[valid]  # (n,) valid tokens in row-major order
-        flat = torch.zeros(valid.numel(), dtype=torch.bool, device=valid.device)
-        if cov.numel():
-            top = torch.topk(cov, max(1, int(cov.numel() * kl_cov_ratio))).indices  # into the valid tokens
-            flat[torch.nonzero(valid.reshape(-1)).squeeze(-1)[top]] = True
-        selected = flat.view_as(valid)  # (B, T)
-    loss_mat = torch.where(selected, unclipped + kl_cov_coef * log_ratio.abs(), unclipped)  # (B, T)
-    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
-    none = torch.zeros_like(valid)
-    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none, cov_selected_frac=selected)
+def cispo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float | None = 0.2, clip_high: float | None = 0.2,
+               agg: str = "token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+    """CISPO: :func:`rlalgos.losses.cispo.cispo_token_loss`, aggregated as :func:`policy_loss`."""
+    loss_mat, metrics = cispo.cispo_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high)
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def cispo_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    clip_low: float | None = 0.2,
-    clip_high: float | None = 0.2,
-    agg: str = "token-mean",
-    max_len: int | None = None,
-    is_weights: torch.Tensor | None = None,
-):
-    """CISPO (MiniMax-M1, arXiv:2506.13585): clip the importance weight, never the gradient.
+def sapo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, tau_pos: float = 1.0, tau_neg: float = 1.05,
+              agg: str = "seq-mean-token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+    """SAPO: :func:`rlalgos.losses.sapo.sapo_token_loss`, aggregated as :func:`policy_loss` (TRL's and verl's aggregation by default)."""
+    loss_mat, metrics = sapo.sapo_token_loss(logp, old_logp, advantages, mask, tau_pos, tau_neg)
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
-    Per token ``l = -sg(clip(r, 1 - clip_low, 1 + clip_high)) * A * logp``: the clipped
-    ratio is a constant weight on REINFORCE's ``-A * logp``, so every token keeps a
-    gradient ``-w * A * grad logp`` (PPO's clip zeroes it once the ratio leaves the
-    range). None = no bound on that side. At ratio 1 the gradient is REINFORCE's.
-
-    The engines differ in the bounds: verl's ``compute_policy_loss_cispo`` (followed
-    here) clips to ``[1 - clip_ratio_low, 1 + clip_ratio_high]``, 0.2 each by
-    default; TRL 1.16's ``loss_type="cispo"`` has no lower bound and caps the ratio
-    at ``epsilon_high`` itself (the paper's eps_max, 5.0 recommended; unset it is
-    ``epsilon`` = 0.2): ``clip_low=None, clip_high=epsilon_high - 1`` here. TRL also
-    fixes the aggregation to token-mean and does not clamp the log-ratio (clamped to
-    [-20, 20] here, as in verl).
-
-    logp, old_logp: (B, T) token log-probs now and at sampling time
-    advantages:     (B, T) (or (B, 1), broadcast over tokens)
-    mask:           (B, T)
-    returns: (loss, metrics) with ``clip_frac`` (share of valid tokens whose weight was
-    clipped, either side, whatever the sign of A: verl's ``pg_clipfrac``; their gradient
-    is kept), ``clip_frac_low`` (ratio below 1 - clip_low), ``clip_frac_high`` (above
-    1 + clip_high; TRL's ``cispo_clip_ratio`` counts only those with A > 0),
-    ``approx_kl``, ``ratio_mean``
-    """
-    mask = mask.to(logp.dtype)
-    advantages = advantages.expand_as(logp)
-    log_ratio = _log_ratio(logp, old_logp)
-    ratio = torch.exp(log_ratio)  # (B, T)
-    lo, hi = _clip_range(clip_low, clip_high)
-    weight = ratio.clamp(lo, hi).detach()  # (B, T) sg(clip(r)): a weight, no gradient of its own
-    loss_mat = -weight * advantages * logp  # (B, T)
-    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
-    return loss, _policy_metrics(mask, log_ratio, ratio, clip_frac=ratio != weight, clip_frac_low=ratio < lo, clip_frac_high=ratio > hi)
-
-
-def sapo_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    tau_pos: float = 1.0,
-    tau_neg: float = 1.05,
-    agg: str = "seq-mean-token-mean",
-    max_len: int | None = None,
-    is_weights: torch.Tensor | None = None,
-):
-    """SAPO, soft adaptive policy optimisation (Gao et al. 2025, Qwen, arXiv:2511.20347):
-    a smooth gate on the ratio instead of the hard clip.
-
-    Per token ``l = -A * f(r)`` with ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``, ``tau =
-    tau_pos`` where A > 0 and ``tau_neg`` where A <= 0. ``f'(r) = 4 s (1 - s)`` with ``s =
-    sigmoid(tau (r - 1))``: 1 at ``r = 1`` (the gradient is REINFORCE's there), falling
-    smoothly towards 0 as the ratio leaves 1, faster for a larger tau. So a token that has
-    moved far keeps a small gradient instead of none, and with ``tau_neg > tau_pos``
-    negative-advantage tokens are damped sooner. verl's ``compute_policy_loss_sapo``
-    and TRL 1.16's ``loss_type="sapo"`` (defaults 1.0 and 1.05 in both); both always
-    aggregate ``seq-mean-token-mean``, the default here (the others are allowed).
-    The log-ratio is clamped to [-20, 20], as verl does (TRL does not).
-
-    logp, old_logp: (B, T) token log-probs now and at sampling time
-    advantages:     (B, T) (or (B, 1), broadcast over tokens)
-    mask:           (B, T)
-    returns: (loss, metrics) with ``sapo_grad_weight`` (mean of ``f'(r)`` over the valid
-    tokens: 1 on-policy, smaller as ratios move off 1), ``clip_frac``, ``clip_frac_low``,
-    ``clip_frac_high`` (0: there is no hard clip), ``approx_kl``, ``ratio_mean``
-    """
-    mask = mask.to(logp.dtype)
-    advantages = advantages.expand_as(logp)
-    log_ratio = _log_ratio(logp, old_logp)
-    ratio = torch.exp(log_ratio)  # (B, T)
-    tau = torch.where(advantages > 0, torch.as_tensor(tau_pos, dtype=logp.dtype, device=logp.device),
-                      torch.as_tensor(tau_neg, dtype=logp.dtype, device=logp.device))  # (B, T)
-    s = torch.sigmoid(tau * (ratio - 1.0))  # (B, T)
-    loss_mat = -(s * (4.0 / tau)) * advantages  # (B, T): -A * f(r)
-    loss = aggregate_loss(weighted(loss_mat, is_weights), mask, agg, max_len)
-    s = s.detach()
-    none = torch.zeros_like(mask, dtype=torch.bool)
-    return loss, _policy_metrics(mask, log_ratio, ratio, sapo_grad_weight=4 * s * (1 - s), clip_frac=none, clip_frac_low=none, clip_frac_high=none)
 
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean", max_len: int | None = None):

@@ -6,7 +6,7 @@ write to it; the sampler (:mod:`rlalgos.rollout`) fills it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Sequence
 
 import torch
@@ -51,6 +51,23 @@ def decode_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tens
     return tokenizer.batch_decode([row[keep].tolist() for row, keep in zip(completion_ids, body)], skip_special_tokens=True)
 
 
+PAD_ID = "pad_token_id"
+"""A per-token field padded with the rollout's own ``pad_token_id`` (token ids)."""
+
+
+def per_token(columns: str, pad=0.0, default=MISSING):
+    """A field with one column per ``prompt`` token ((N, P), left-padded) or per ``completion``
+    token ((N, T, ...), right-padded), padded with ``pad`` (:data:`PAD_ID`: the rollout's
+    ``pad_token_id``). :meth:`Rollout.trimmed` cuts and :meth:`Rollout.concat` re-pads every
+    such field, so a new one is declared here once."""
+    return field(default=default, metadata={"columns": columns, "pad": pad})
+
+
+def token_fields(ro: "Rollout", kind: str) -> list:
+    """The fields of ``ro`` with one column per ``kind`` token (``prompt`` or ``completion``)."""
+    return [f for f in fields(ro) if f.metadata.get("columns") == kind]
+
+
 @dataclass(frozen=True)
 class Rollout:
     """One batch of ``N = prompts x G`` sampled completions, grouped by prompt.
@@ -63,23 +80,23 @@ class Rollout:
     prompts: list[str]  # (N,) prompt text, repeated for each of its G completions
     completions: list[str]  # (N,) decoded completion text (special tokens removed)
     rows: list[dict]  # (N,) the task rows (answers and other reward columns)
-    prompt_ids: torch.Tensor  # (N, P) left-padded
-    prompt_mask: torch.Tensor  # (N, P) 1 on real prompt tokens
-    completion_ids: torch.Tensor  # (N, T) right-padded
-    completion_mask: torch.Tensor  # (N, T) float, 1 up to and including the stop token (any stop id)
+    prompt_ids: torch.Tensor = per_token("prompt", PAD_ID)  # (N, P) left-padded
+    prompt_mask: torch.Tensor = per_token("prompt", 0)  # (N, P) 1 on real prompt tokens
+    completion_ids: torch.Tensor = per_token("completion", PAD_ID)  # (N, T) right-padded
+    completion_mask: torch.Tensor = per_token("completion", 0)  # (N, T) float, 1 up to and including the stop token (any stop id)
     truncated: torch.Tensor  # (N,) bool: no stop token within max_new_tokens
-    old_logprobs: torch.Tensor | None  # (N, T) log-probs under the sampling policy
-    ref_logprobs: torch.Tensor | None  # (N, T) log-probs under the reference model
+    old_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the sampling policy
+    ref_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the reference model
     rewards: torch.Tensor  # (N,) weighted total reward
     reward_parts: dict[str, torch.Tensor]  # name -> (N,) each reward function's raw value
     group_size: int
     temperature: float = 1.0  # the temperature the completions were sampled at (log-probs use the same)
     correct_key: str = "correct"
-    old_entropy: torch.Tensor | None = None  # (N, T) sampling policy's entropy, recorded with old_logprobs
+    old_entropy: torch.Tensor | None = per_token("completion", default=None)  # (N, T) sampling policy's entropy, recorded with old_logprobs
     ref_rows: torch.Tensor | None = None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
-    old_kl_exact: torch.Tensor | None = None  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
-    rollout_logprobs: torch.Tensor | None = None  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
-    ref_logits: torch.Tensor | None = None  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
+    old_kl_exact: torch.Tensor | None = per_token("completion", default=None)  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
+    rollout_logprobs: torch.Tensor | None = per_token("completion", default=None)  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
+    ref_logits: torch.Tensor | None = per_token("completion", default=None)  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
     pad_token_id: int = 0
     seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
 
@@ -129,20 +146,9 @@ class Rollout:
         T = max(int(self.completion_mask.sum(-1).max().item()), 1) if len(self) else 1
         if P == self.prompt_ids.shape[1] and T == self.completion_ids.shape[1]:
             return self
-        per_token = lambda t: None if t is None else t[:, :T]  # noqa: E731
-        return replace(
-            self,
-            prompt_ids=self.prompt_ids[:, -P:],
-            prompt_mask=self.prompt_mask[:, -P:],
-            completion_ids=self.completion_ids[:, :T],
-            completion_mask=self.completion_mask[:, :T],
-            old_logprobs=per_token(self.old_logprobs),
-            ref_logprobs=per_token(self.ref_logprobs),
-            old_entropy=per_token(self.old_entropy),
-            old_kl_exact=per_token(self.old_kl_exact),
-            rollout_logprobs=per_token(self.rollout_logprobs),
-            ref_logits=per_token(self.ref_logits),
-        )
+        cut = {f.name: getattr(self, f.name)[:, -P:] for f in token_fields(self, "prompt")}
+        cut.update({f.name: getattr(self, f.name)[:, :T] for f in token_fields(self, "completion") if getattr(self, f.name) is not None})
+        return replace(self, **cut)
 
     @staticmethod
     def concat(parts: Sequence["Rollout"]) -> "Rollout":
@@ -153,25 +159,17 @@ class Rollout:
             return parts[0]
         pad_id = parts[0].pad_token_id
 
-        def cat(name, left, value):
-            ts = [getattr(p, name) for p in parts]
-            return None if any(t is None for t in ts) else pad_cat(ts, left, value)
+        def cat(f):  # a per-token field: every part's, re-padded; None unless every part has it
+            ts = [getattr(p, f.name) for p in parts]
+            pad = pad_id if f.metadata["pad"] == PAD_ID else f.metadata["pad"]
+            return None if any(t is None for t in ts) else pad_cat(ts, f.metadata["columns"] == "prompt", pad)
 
         return Rollout(
             prompts=sum((p.prompts for p in parts), []),
             completions=sum((p.completions for p in parts), []),
             rows=sum((p.rows for p in parts), []),
-            prompt_ids=cat("prompt_ids", True, pad_id),
-            prompt_mask=cat("prompt_mask", True, 0),
-            completion_ids=cat("completion_ids", False, pad_id),
-            completion_mask=cat("completion_mask", False, 0),
+            **{f.name: cat(f) for f in token_fields(parts[0], "prompt") + token_fields(parts[0], "completion")},
             truncated=torch.cat([p.truncated for p in parts]),
-            old_logprobs=cat("old_logprobs", False, 0.0),
-            old_entropy=cat("old_entropy", False, 0.0),
-            ref_logprobs=cat("ref_logprobs", False, 0.0),
-            old_kl_exact=cat("old_kl_exact", False, 0.0),
-            rollout_logprobs=cat("rollout_logprobs", False, 0.0),
-            ref_logits=cat("ref_logits", False, 0.0),
             ref_rows=None if all(p.ref_rows is None for p in parts) else torch.cat([p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},

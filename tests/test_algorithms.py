@@ -1,5 +1,6 @@
 """Each algorithm's full loss on a fixed hand-made batch, smoke runs, and the DAPO switches."""
 
+import dataclasses
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from rlalgos.algorithms.grpo import GRPO
 from rlalgos.algorithms.ppo import PPO
 from rlalgos.algorithms.reinforce import Reinforce
 from rlalgos.config import parse_stages
-from rlalgos.record import Rollout
+from rlalgos.record import Rollout, token_fields
 from rlalgos.train import TrainConfig, train
 
 # A fixed batch: 2 prompts x G=2 answers, T=3 tokens; answer 1 is 2 tokens long.
@@ -34,6 +35,26 @@ def fixed_rollout(**kw) -> Rollout:
     fields.update(kw)
     return Rollout(**fields)
 
+
+
+def test_every_per_token_field_is_declared_and_trimmed_and_concatenated():
+    """A (N, T, ...) field is declared once (record.per_token): trimmed() cuts it and concat() re-pads it."""
+    N, T = MASK.shape
+    extra = {"old_entropy": torch.rand(N, T), "old_kl_exact": torch.rand(N, T), "rollout_logprobs": OLD.clone(), "ref_logits": torch.rand(N, T, 5)}
+    ro = fixed_rollout(**extra, completion_mask=MASK * torch.tensor([[1.0], [1.0], [1.0], [0.0]]), prompt_ids=torch.ones(N, 2, dtype=torch.long),
+                       prompt_mask=torch.tensor([[0, 1]] * N))
+    completion = {f.name for f in token_fields(ro, "completion")}
+    wide = {f.name for f in dataclasses.fields(ro) if isinstance(getattr(ro, f.name), torch.Tensor) and getattr(ro, f.name).dim() >= 2 and f.name not in ("prompt_ids", "prompt_mask")}
+    assert completion == wide  # every per-token completion tensor is declared as one
+    assert {f.name for f in token_fields(ro, "prompt")} == {"prompt_ids", "prompt_mask"}
+    short = ro.select([1]).trimmed()  # answer 1 is 2 tokens long, its prompt 1
+    assert all(getattr(short, name).shape[1] == 2 for name in completion) and short.prompt_ids.shape[1] == 1
+    both = Rollout.concat([short, ro.select([0])])
+    for name in completion:
+        assert getattr(both, name).shape[:2] == (2, T), name
+        torch.testing.assert_close(getattr(both, name)[1], getattr(ro, name)[0])
+        assert getattr(both, name)[0, 2:].eq(0).all(), name  # right-padded
+    assert both.prompt_ids.shape == (2, 2) and both.prompt_mask[0].tolist() == [0, 1]  # left-padded
 
 def make(algo_cls, **cfg):
     policy = torch.nn.Linear(1, 1)  # the loss tests never call the model
@@ -78,7 +99,9 @@ def test_grpo_loss_by_hand():
     pg = ((-a * (1.2 + 1.0 + 1.1)) / 3 + (0.8 * a + a) / 2 + 0 + 0) / 4
     assert m["pg_loss"] == pytest.approx(pg, abs=1e-6)
     # k3 per token, d = ref - new: answer 0: log(.5/.65), log(.25/.5), log(.5/.55); answer 1: log 2, 0
-    k3 = lambda d: math.exp(d) - d - 1
+    def k3(d):
+        return math.exp(d) - d - 1
+
     kl0 = (k3(math.log(0.5 / 0.65)) + k3(math.log(0.5)) + k3(math.log(0.5 / 0.55))) / 3
     kl1 = (k3(math.log(0.4 / 0.2)) + 0) / 2
     assert m["kl_loss"] == pytest.approx((kl0 + kl1) / 4, abs=1e-6)
@@ -172,7 +195,9 @@ def test_dynamic_sampling_leaves_no_zero_variance_group():
     assert calls == [4, 4]
     # bounded: when nothing is ever informative it gives up after max_resample_rounds
     algo2 = make(DAPO, max_resample_rounds=2)
-    dull = lambda n, temperature=None: sample(5)  # all-ones rewards
+    def dull(n, temperature=None):
+        return sample(5)  # all-ones rewards
+
     batch, info = algo2.collect(dull, 4)
     assert info["ds_extra_rounds"] == 2 and info["ds_short"] == 1.0
 

@@ -97,7 +97,7 @@ def test_the_passk_claim_samples_each_checkpoint_and_the_base_model(tmp_path, mo
         record = claims.run_claim("rl-sharpens", **kw)
     rows = {(e["arm"], e["metric"]): e for e in record["effects"]}
     assert set(rows) == {(a, m) for a in ("grpo", "dapo") for m in ("pass@1", "pass@4")}
-    for (arm, metric), e in rows.items():
+    for (_, metric), e in rows.items():
         assert e["base"] == measures.BASE_MODEL and e["headline"] == (metric == "pass@1") and e["direction"] == (1 if metric == "pass@1" else -1)
         assert 0 <= e["arm_mean"] <= 1 and 0 <= e["base_mean"] <= 1 and abs(e["diff"] - (e["arm_mean"] - e["base_mean"])) < 1e-6
     run = tmp_path / "runs" / "rl-sharpens" / "grpo" / "seed0"
@@ -327,7 +327,7 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
         assert c.arms or c.measure, f"{c.id}: nothing to train or measure"
         assert not c.measure or c.measure in measures.MEASURES, c.id
         assert not c.fit or c.fit in measures.FITS, c.id
-        for arm, seed, cfg, algo_cfg in c.train_configs((20, 21, 22)):
+        for _, _, cfg, algo_cfg in c.train_configs((20, 21, 22)):
             cfg.validate()
             algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
             assert cfg.model == "" or (claims.ROOT / cfg.model / "config.json").exists() or (claims.Path(cfg.model) / "config.json").exists(), f"{c.id}: {cfg.model}"

@@ -557,8 +557,8 @@ def test_policy_loss_vs_plain_reference():
             if not mask[b, t]:
                 continue
             a = adv[b, t].item()
-            l, c = _ref_clipped_token_loss(logp[b, t].item(), old[b, t].item(), a, cl, ch)
-            tot += l
+            loss_t, c = _ref_clipped_token_loss(logp[b, t].item(), old[b, t].item(), a, cl, ch)
+            tot += loss_t
             n += 1
             nclip += c
             nlow += c and a < 0

@@ -273,7 +273,8 @@ def test_eval_entropy_is_the_policys_entropy_on_its_own_test_answers(tiny_dir):
             T = int(ro.completion_mask[i].sum())
             ids = torch.cat([ro.prompt_ids[i][ro.prompt_mask[i].bool()], ro.completion_ids[i, :T]])
             logits = policy(ids[None]).logits[0, -T - 1 : -1]  # the logits that predicted each completion token
-            ent += float(entropy_from_logits(logits).sum()); n += T
+            ent += float(entropy_from_logits(logits).sum())
+            n += T
     assert out["eval_entropy"] == pytest.approx(ent / n, rel=1e-4)
 
 

@@ -1,6 +1,6 @@
 """The package's plan: which layer each module is in, and that every import points down.
 
-    0  the loop's data and maths: core, config, record, tasks       (no model, no I/O of runs)
+    0  the loop's data and maths: core, losses/, config, record, tasks  (no model, no I/O of runs)
     1  engine/: what runs under the loop without changing its numbers
     2  model, rollout: the models, and sampling + scoring into a Rollout
     3  algorithms/: the lesson
@@ -34,7 +34,7 @@ MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 def layer(mod: str) -> int:
     parts = mod.split(".")
-    if len(parts) == 1 or parts[1] in ("core", "config", "record", "tasks", "data"):
+    if len(parts) == 1 or parts[1] in ("core", "config", "losses", "record", "tasks", "data"):
         return 0
     return {"engine": 1, "model": 2, "rollout": 2, "algorithms": 3, "train": 4, "tools": 5, "workbook": 5}[parts[1]]
 

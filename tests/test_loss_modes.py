@@ -32,6 +32,8 @@ from torch.testing import assert_close
 
 from rlalgos import core
 from rlalgos.config import make_config
+from rlalgos.losses import get_policy_loss
+from rlalgos.losses.common import aggregate
 from rlalgos.tools import cli
 
 TIGHT = dict(rtol=1e-6, atol=1e-7)
@@ -73,6 +75,9 @@ CASES = {
     "cispo-asym": ("cispo", dict(clip_low=0.1, clip_high=0.28), "seq-mean-token-mean", dict(seed=2, per_answer=True), None),
     "sapo": ("sapo", dict(tau_pos=1.0, tau_neg=1.05), "seq-mean-token-mean", {}, None),
     "sapo-taus": ("sapo", dict(tau_pos=0.5, tau_neg=2.0), "seq-mean-token-mean", dict(seed=3, per_answer=True), None),
+    "gpg": ("gpg", dict(), "token-mean", {}, None),
+    "gpg-seqmean": ("gpg", dict(), "seq-mean-token-mean", dict(seed=1, per_answer=True), None),
+    "gpg-weighted": ("gpg", dict(), "token-mean", dict(seed=2, weighted=True, per_answer=True), None),
 }
 
 VERL_PRELUDE = r'''
@@ -136,14 +141,14 @@ def verl_results(tmp_path_factory):
 
 
 def ours(mode, kw, agg, opts, seed, generator=None):
-    """Our function on the case's inputs: (loss, grad w.r.t. logp, metrics)."""
+    """The registered loss on the case's inputs, aggregated as training aggregates it: (loss, grad w.r.t. logp, metrics)."""
     logp, old, adv, mask = inputs(**opts)
     logp.requires_grad_(True)
-    fn = {"clip_cov": core.clip_cov_loss, "kl_cov": core.kl_cov_loss, "cispo": core.cispo_loss, "sapo": core.sapo_loss}[mode]
     if seed is not None:
         torch.manual_seed(seed)
     extra = {"generator": generator} if generator is not None else {}
-    loss, metrics = fn(logp, old, adv, mask, **kw, agg=agg, **extra)
+    loss_mat, metrics = get_policy_loss(mode).token_loss(logp, old, adv, mask, **kw, **extra)
+    loss = aggregate(loss_mat, mask, agg)
     loss.backward()
     return loss.detach(), logp.grad, metrics
 
@@ -434,7 +439,7 @@ def test_preset_trains_two_steps_from_the_cli(name, key, tmp_path, tiny_dir, cap
 
 
 @pytest.mark.parametrize("bad,msg", [
-    (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo"),
+    (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo, gpg"),
     (dict(clip_cov_ratio=0.0), "clip_cov_ratio must be in (0, 1]"),
     (dict(kl_cov_ratio=1.5), "kl_cov_ratio must be in (0, 1]"),
     (dict(clip_cov_lb=-1.0), "must satisfy 0 <= lb < ub"),

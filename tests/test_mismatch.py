@@ -10,9 +10,12 @@ import pytest
 import torch
 
 from rlalgos import core
+from rlalgos.algorithms.base import Advantages
+from rlalgos.algorithms.grpo import GRPO
 from rlalgos.config import ROLLOUT_CORRECTIONS, TrainConfig, make_config
 from rlalgos.engine.precision import SamplingCopy
 from rlalgos.engine.sampler import SamplingConfig
+from rlalgos.losses import POLICY_LOSSES
 from rlalgos.rollout import rollout
 from rlalgos.tasks import get_task
 from rlalgos.tools import cli
@@ -112,6 +115,26 @@ def test_weights_scale_each_tokens_policy_loss():
         plain, _ = fn(logp, old, adv, mask, *args)
         zero, _ = fn(logp, old, adv, mask, *args, is_weights=torch.zeros_like(mask))
         assert zero.item() == 0.0 and plain.item() != 0.0, fn.__name__
+
+
+@pytest.mark.parametrize("mode", list(POLICY_LOSSES))
+def test_the_update_weights_every_registered_loss(mode):
+    """The weights reach each token's loss in the algorithm's aggregation, not in the loss modules:
+    every registered loss, none of which is handed them, is corrected the same way."""
+    old, ro_lp, mask = fixed_logprobs(3)
+    logp = old + 0.1 * torch.randn_like(old)
+    adv = torch.randn(old.shape[0], 1)
+    w, _ = core.rollout_correction_weights(old, ro_lp, mask, "token_truncate", 2.0)
+    algo, loss = GRPO(torch.nn.Linear(1, 1), make_config("grpo", loss_mode=mode, kl_coef=0.0)), POLICY_LOSSES[mode]
+    torch.manual_seed(0)  # clip_cov draws its tokens
+    loss_mat, _ = loss.token_loss(logp, old, adv, mask, **loss.options(algo.cfg))
+    torch.manual_seed(0)
+    got, _ = algo.policy_loss({"logprobs": logp}, Advantages(adv, mask, is_weights=w), old)
+    torch.testing.assert_close(got, core.aggregate_loss(loss_mat * w, mask, algo.cfg.loss_agg))
+    zero, _ = algo.policy_loss({"logprobs": logp}, Advantages(adv, mask, is_weights=torch.zeros_like(mask)), old)
+    assert zero.item() == 0.0 and got.item() != 0.0
+    cut = Advantages(adv, mask, is_weights=w).rows(torch.tensor([2, 0]), 4)  # a micro-batch keeps its rows' weights
+    assert torch.equal(cut.is_weights, w[[2, 0], :4])
 
 
 def sample(model, tok, rows, sampler=None, top_p=1.0, seed=0, engine="compact", keep=True):

@@ -114,7 +114,7 @@ def test_length_buckets_give_the_same_update(base, task, name, overrides):
         cfg = make_config(name, **overrides, length_buckets=buckets, micro_batch_size=micro)
         algo = get_algorithm(name)(policy, cfg, max_new_tokens=48)
         grads = []  # the gradient at every optimizer step, instead of stepping
-        algo.optimizer.step = lambda: grads.append(torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None]))
+        algo.optimizer.step = lambda grads=grads, algo=algo: grads.append(torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None]))
         torch.manual_seed(2)  # the same minibatch shuffle
         m = algo.update(Rollout.concat([ro]))
         results.append((grads, m))

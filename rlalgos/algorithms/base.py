@@ -31,6 +31,7 @@ from ..config import AlgoConfig
 from ..engine import batch
 from ..engine.forward import batched_logprobs
 from ..engine.update import EntropyProbe, minibatch_updates
+from ..losses.common import aggregate
 from ..record import Rollout
 
 
@@ -42,12 +43,14 @@ class Advantages:
     mask: torch.Tensor  # (N, T) weight of each token in the loss: the completion mask, times any per-row weight
     extras: dict[str, torch.Tensor] = field(default_factory=dict)  # other (N, ...) tensors the loss reads (PPO: old values, returns)
     metrics: dict[str, float] = field(default_factory=dict)  # logged once per step (PPO: explained_variance)
+    is_weights: torch.Tensor | None = None  # (N, T) the rollout correction's weights (Algorithm.with_rollout_correction); None = none
 
     def rows(self, idx: torch.Tensor, T: int) -> "Advantages":
         """Rows ``idx``, per-token tensors cut to the first ``T`` columns (a trimmed micro-batch)."""
         cut = lambda t: t[idx][:, :T] if t.dim() == 2 else t[idx]  # noqa: E731
         # the mask contiguous: float sums over it (token counts, weighted means) then add in one fixed order
-        return Advantages(cut(self.values), cut(self.mask).contiguous(), {k: cut(v) for k, v in self.extras.items()}, self.metrics)
+        weights = None if self.is_weights is None else cut(self.is_weights)
+        return Advantages(cut(self.values), cut(self.mask).contiguous(), {k: cut(v) for k, v in self.extras.items()}, self.metrics, weights)
 
 
 class Algorithm:
@@ -116,17 +119,24 @@ class Algorithm:
         return batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype)
 
     def with_rollout_correction(self, ro: Rollout, adv: Advantages) -> Advantages:
-        """``adv`` with the rollout correction's (N, T) weights in ``extras["is_weights"]``
+        """``adv`` with the rollout correction's (N, T) weights in ``is_weights``
         (:func:`rlalgos.core.rollout_correction_weights` of the trainer's and the sampler's
-        log-probs; the policy loss multiplies each token's loss by them) and their metrics;
-        ``adv`` itself without a correction."""
+        log-probs; :meth:`aggregate` multiplies each token's policy loss by them) and their
+        metrics; ``adv`` itself without a correction."""
         if self.rollout_correction == "none":
             return adv
         if ro.rollout_logprobs is None or ro.old_logprobs is None:
             raise ValueError(f"rollout_correction {self.rollout_correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)")
         w, m = core.rollout_correction_weights(ro.old_logprobs, ro.rollout_logprobs, ro.completion_mask, self.rollout_correction, self.rollout_correction_threshold)
         m = batch.token_weighted(m, float((ro.completion_mask > 0).sum()))  # several processes: the whole batch's
-        return replace(adv, extras={**adv.extras, "is_weights": w}, metrics={**adv.metrics, **m})
+        return replace(adv, is_weights=w, metrics={**adv.metrics, **m})
+
+    def aggregate(self, loss_mat: torch.Tensor, adv: Advantages) -> torch.Tensor:
+        """A per-token policy loss (n, T) to the scalar the optimizer steps on: each token's loss
+        times its rollout correction weight, if any, then ``loss_agg`` over ``adv.mask``
+        (:func:`rlalgos.losses.common.aggregate`). Every policy loss goes through here, so none can
+        leave the correction out."""
+        return aggregate(loss_mat, adv.mask, self.cfg.loss_agg, self.max_len, adv.is_weights)
 
     # ---- the update ---------------------------------------------------------- #
 

@@ -17,8 +17,8 @@ The diff from REINFORCE (``reinforce.py``):
   run several epochs of shuffled minibatches over one rollout, and a clipped
   value loss trains the critic alongside. ``clip_c`` > 1 adds the dual clip
   (Ye et al. 2020): where A < 0 the loss is at most ``-A * clip_c``. ``loss_mode``
-  swaps the clipped loss for Clip-Cov, KL-Cov, CISPO or SAPO (``core.clip_cov_loss``,
-  ...; the presets ``clipcov``, ``klcov``, ``cispo``, ``sapo`` are GRPO with them).
+  swaps the clipped loss for another of :mod:`rlalgos.losses` (Clip-Cov, KL-Cov, CISPO,
+  SAPO, ...; the presets ``clipcov``, ``klcov``, ``cispo``, ``sapo`` are GRPO with them).
 
 In code, two classes as in the configs: :class:`Clipped` is REINFORCE's loss
 with the clipped ratio (``ClippedConfig``, which GRPO shares), and :class:`PPO`
@@ -37,6 +37,7 @@ from .. import core
 from ..config import ClippedConfig, PPOConfig
 from ..engine import batch
 from ..engine.forward import head_on_completion
+from ..losses import get_policy_loss
 from ..record import Rollout
 from .base import Advantages, Algorithm
 
@@ -54,27 +55,15 @@ class Clipped(Algorithm):
     Config = ClippedConfig
 
     def policy_loss(self, out: dict, adv: Advantages, old_logp: torch.Tensor, ratio_level: str = "token"):
-        """The clipped surrogate: ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))`` per token,
-        at most ``-A * clip_c`` where A < 0 when ``clip_c`` > 0 (dual clip). Another
-        ``loss_mode`` swaps in its own per-token loss from :mod:`rlalgos.core` (token ratios only).
-        Each takes the rollout correction's weights, if any, times each token's loss."""
-        c, mode = self.cfg, self.cfg.loss_mode
-        w = adv.extras.get("is_weights")  # the rollout correction's weights (Algorithm.with_rollout_correction), or None
-        if mode == "clip":
-            return core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, c.clip_low, c.clip_high, c.loss_agg, self.max_len,
-                                    clip_c=c.clip_c or None, ratio_level=ratio_level, is_weights=w)
-        if ratio_level != "token":
-            raise ValueError(f"loss_mode {mode} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip")
-        args, agg = (out["logprobs"], old_logp, adv.values, adv.mask), {"agg": c.loss_agg, "max_len": self.max_len, "is_weights": w}
-        if mode == "clip_cov":
-            return core.clip_cov_loss(*args, c.clip_low, c.clip_high, c.clip_cov_ratio, c.clip_cov_lb, c.clip_cov_ub, **agg)
-        if mode == "kl_cov":
-            return core.kl_cov_loss(*args, c.kl_cov_ratio, c.kl_cov_coef, **agg)
-        if mode == "cispo":
-            return core.cispo_loss(*args, c.clip_low, c.clip_high, **agg)
-        if mode == "sapo":
-            return core.sapo_loss(*args, c.sapo_tau_pos, c.sapo_tau_neg, **agg)
-        raise ValueError(f"unknown loss_mode {mode!r}")
+        """The per-token loss of ``loss_mode`` (a module of :mod:`rlalgos.losses`; ``clip``:
+        ``max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high))``, at most ``-A * clip_c`` where
+        A < 0 when ``clip_c`` > 0), aggregated by :meth:`aggregate`."""
+        spec = get_policy_loss(self.cfg.loss_mode)
+        if ratio_level not in spec.ratio_levels:
+            raise ValueError(f"loss_mode {spec.name} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip")
+        level = {"ratio_level": ratio_level} if len(spec.ratio_levels) > 1 else {}
+        loss_mat, m = spec.token_loss(out["logprobs"], old_logp, adv.values, adv.mask, **spec.options(self.cfg), **level)  # (n, T)
+        return self.aggregate(loss_mat, adv), m
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         pg, m = self.policy_loss(out, adv, old_logp)

@@ -18,6 +18,7 @@ import torch
 from .. import core
 from ..config import ReinforceConfig
 from ..engine import batch
+from ..losses.clip import clipped_token_loss
 from ..record import Rollout
 from .base import Advantages, Algorithm
 
@@ -35,7 +36,7 @@ class Reinforce(Algorithm):
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         # no clipping: -A * ratio, whose gradient at ratio = 1 is -A * grad log pi
-        loss, m = core.policy_loss(out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None, agg=self.cfg.loss_agg, max_len=self.max_len,
-                                   is_weights=adv.extras.get("is_weights"))  # the rollout correction's weights, if any
+        loss_mat, m = clipped_token_loss(out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None)  # (n, T)
+        loss = self.aggregate(loss_mat, adv)
         m["pg_loss"] = loss.item()
         return loss, m

@@ -40,6 +40,7 @@ from .. import tasks as tasks_module
 from ..config import BASE_MODEL_DIR, AlgoConfig, DAPOConfig, EIConfig, GSPOConfig, PPOConfig, ReinforceConfig, TrainConfig
 from ..tasks import get_task
 from ..engine.trackers import TRACKERS, parse_report_to
+from ..losses import POLICY_LOSSES
 
 ENGINES = ("trl", "verl")
 CHECKED_AGAINST = {"trl": "1.16.0", "verl": "0.9.1"}
@@ -208,32 +209,52 @@ def _verl_algo(c: Ctx) -> Mapped:
     return same(**out)
 
 
-TRL_LOSS_MODES = {"cispo": "token-mean", "sapo": "seq-mean-token-mean"}
-"""The loss modes that are a TRL ``loss_type`` of the same name, and the aggregation that loss_type always uses."""
-
-
 def _trl_loss_mode(c: Ctx) -> Mapped:
-    mode = c.algo.loss_mode
-    if mode == "clip":
-        return same()  # loss_type comes from loss_agg
-    if mode in ("clip_cov", "kl_cov"):
-        name = {"clip_cov": "Clip-Cov", "kl_cov": "KL-Cov"}[mode]
-        instead = "the clipped loss (loss_type from loss_agg)" + (" where rlalgos's kl_cov has no clip" if mode == "kl_cov" else "")
-        return missing(f"TRL has no {name}: the export trains with {instead}; TRL's nearest options are epsilon_high (clip-higher: a wider upper clip "
-                       "lets rare rewarded tokens grow, which slows the entropy collapse) and top_entropy_quantile (train only on the highest-entropy tokens)")
-    fixed = TRL_LOSS_MODES[mode]
-    return differs("" if c.algo.loss_agg == fixed else f"TRL's loss_type {mode} always aggregates {fixed} (the run's loss_agg is {c.algo.loss_agg})", loss_type=mode)
+    loss = POLICY_LOSSES[c.algo.loss_mode]
+    if not loss.trl:  # clip: loss_type comes from loss_agg
+        return missing(loss.trl_missing) if loss.trl_missing else same()
+    fixed = loss.trl_agg
+    return differs("" if c.algo.loss_agg == fixed else f"TRL's loss_type {loss.trl} always aggregates {fixed} (the run's loss_agg is {c.algo.loss_agg})", loss_type=loss.trl)
 
 
 def _verl_loss_mode(c: Ctx) -> Mapped:
-    mode = c.algo.loss_mode
-    name = "gspo" if isinstance(c.algo, GSPOConfig) else "vanilla" if mode == "clip" else mode
-    note = ""
-    if mode == "sapo" and c.algo.loss_agg != "seq-mean-token-mean":
-        note = f"verl's sapo always aggregates seq-mean-token-mean (the run's loss_agg is {c.algo.loss_agg})"
-    elif mode in ("clip_cov", "kl_cov"):
-        note = "verl picks the tokens in each micro-batch (ppo_micro_batch_size_per_gpu), rlalgos in each forward pass (length bucket): the same rule, over other sets of answers"
+    loss = POLICY_LOSSES[c.algo.loss_mode]
+    name = "gspo" if isinstance(c.algo, GSPOConfig) else loss.verl
+    note = loss.verl_note
+    if loss.verl_agg and c.algo.loss_agg != loss.verl_agg:
+        note = f"verl's {loss.verl} always aggregates {loss.verl_agg} (the run's loss_agg is {c.algo.loss_agg})"
     return differs(note, **{A + "policy_loss.loss_mode": name})
+
+
+def _or(names: list[str]) -> str:
+    return " or ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _loss_mode_row() -> Row:
+    """The loss_mode row, its text made from the registered losses."""
+    others = [name for name in POLICY_LOSSES if name != "clip"]
+    trl = [loss.trl for loss in POLICY_LOSSES.values() if loss.trl]
+    nearest: dict[str, list[str]] = {}
+    for loss in POLICY_LOSSES.values():
+        if loss.trl_missing:
+            nearest.setdefault(loss.trl_nearest, []).append(loss.name)
+    fixed = []
+    for loss in POLICY_LOSSES.values():
+        agg = loss.trl_agg or loss.verl_agg
+        if agg:
+            engines = "TRL's and verl's" if loss.trl_agg and loss.verl_agg else "TRL's" if loss.trl_agg else "verl's"
+            fixed.append(f"{engines} {loss.name} {'' if fixed else 'aggregates '}{agg}")
+    note = "; ".join([*(f"TRL has no {_or(names)} (nearest: {near})" for near, names in nearest.items()), ", ".join(fixed) + ", whatever loss_agg says"])
+    return Row("loss_mode", f"`loss_type` {' / '.join(trl)} (clip: see loss_agg)", "`actor.policy_loss.loss_mode`",
+               f"clip -> verl vanilla (gspo: gspo); {', '.join(others)}: verl's names; {', '.join(trl)}: TRL loss_type of the same name", note,
+               _trl_loss_mode, _verl_loss_mode)
+
+
+def _loss_param_rows() -> list[Row]:
+    """A row per option of a registered loss, set only when the run uses that loss."""
+    return [Row(name, f"`{trl}`" if trl else "", f"`actor.{verl}`", f"same value (with {loss.name})", "" if trl else f"TRL has no {loss.title or loss.name}",
+                *_mode_param(loss.name, trl, verl, name))
+            for loss in POLICY_LOSSES.values() for name, (trl, verl) in loss.params.items()]
 
 
 def _mode_param(mode: str, trl: str, verl: str, name: str) -> tuple[Callable[[Ctx], Mapped], Callable[[Ctx], Mapped]]:
@@ -321,14 +342,15 @@ def _trl_loss_agg(c: Ctx) -> Mapped:
     if isinstance(c.algo, ReinforceConfig):
         return missing("RLOOTrainer sums each answer's token losses and averages over answers (seq-mean-token-sum): "
                        "the gradient of token-mean times the batch's mean length, which Adam mostly absorbs")
-    if c.algo.loss_mode in TRL_LOSS_MODES:
+    if POLICY_LOSSES[c.algo.loss_mode].trl:
         return same()  # loss_type is the loss mode's, with its own fixed aggregation (see loss_mode)
     return same(loss_type=_TRL_LOSS_TYPE[c.algo.loss_agg])
 
 
 def _trl_clip_high(c: Ctx) -> Mapped:
-    if c.algo.loss_mode == "cispo":  # TRL's cispo caps the ratio itself at epsilon_high
-        return differs("TRL's cispo caps the weight at epsilon_high itself: 1 + clip_high", epsilon_high=1 + c.algo.clip_high)
+    loss = POLICY_LOSSES[c.algo.loss_mode]
+    if loss.trl_caps_ratio:  # TRL's loss caps the ratio itself at epsilon_high
+        return differs(f"TRL's {loss.trl} caps the weight at epsilon_high itself: 1 + clip_high", epsilon_high=1 + c.algo.clip_high)
     return same(epsilon_high=c.algo.clip_high)
 
 
@@ -640,24 +662,15 @@ ROWS: list[Row] = [
     Row("(fixed) REINFORCE does not clip the ratio", "`epsilon` (0.2, kept)", "`actor.clip_ratio` (0.2), `actor.clip_ratio_c` (3, kept)", "",
         "both engines clip the ratio: inert at epochs = minibatches = 1 (the ratio is exactly 1), active otherwise", only=ReinforceConfig),
     Row("clip_low", "`epsilon`", "`actor.clip_ratio_low` (+ `actor.clip_ratio`)", "same value", "TRL's cispo has no lower bound on the weight",
-        lambda c: same(epsilon=c.algo.clip_low) if c.algo.loss_mode != "cispo" else
-        differs("TRL's cispo has no lower bound on the weight (rlalgos and verl clip it at 1 - clip_low)", epsilon=c.algo.clip_low),
+        lambda c: same(epsilon=c.algo.clip_low) if not POLICY_LOSSES[c.algo.loss_mode].trl_caps_ratio else
+        differs(f"TRL's {c.algo.loss_mode} has no lower bound on the weight (rlalgos and verl clip it at 1 - clip_low)", epsilon=c.algo.clip_low),
         lambda c: same(**{A + "clip_ratio_low": c.algo.clip_low, A + "clip_ratio": c.algo.clip_low})),
     Row("clip_high", "`epsilon_high`", "`actor.clip_ratio_high`", "same value; cispo: TRL's epsilon_high = 1 + clip_high (it bounds the ratio itself)", "",
         _trl_clip_high, lambda c: same(**{A + "clip_ratio_high": c.algo.clip_high})),
     Row("clip_c", "`delta` (two-sided clip)", "`actor.clip_ratio_c`", f"0 (off) -> TRL delta None, verl {NO_DUAL_CLIP:g} (verl always dual-clips, default 3)", "",
         _trl_clip_c, lambda c: same(**{A + "clip_ratio_c": c.algo.clip_c or NO_DUAL_CLIP})),
-    Row("loss_mode", "`loss_type` cispo / sapo (clip: see loss_agg)", "`actor.policy_loss.loss_mode`",
-        "clip -> verl vanilla (gspo: gspo); clip_cov, kl_cov, cispo, sapo: verl's names; cispo, sapo: TRL loss_type of the same name",
-        "TRL has no clip_cov or kl_cov (nearest: epsilon_high, top_entropy_quantile); TRL's cispo aggregates token-mean, TRL's and verl's sapo seq-mean-token-mean, whatever loss_agg says",
-        _trl_loss_mode, _verl_loss_mode),
-    Row("clip_cov_ratio", "", "`actor.policy_loss.clip_cov_ratio`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_ratio", "clip_cov_ratio")),
-    Row("clip_cov_lb", "", "`actor.policy_loss.clip_cov_lb`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_lb", "clip_cov_lb")),
-    Row("clip_cov_ub", "", "`actor.policy_loss.clip_cov_ub`", "same value (with clip_cov)", "TRL has no Clip-Cov", *_mode_param("clip_cov", "", "policy_loss.clip_cov_ub", "clip_cov_ub")),
-    Row("kl_cov_ratio", "", "`actor.policy_loss.kl_cov_ratio`", "same value (with kl_cov)", "TRL has no KL-Cov", *_mode_param("kl_cov", "", "policy_loss.kl_cov_ratio", "kl_cov_ratio")),
-    Row("kl_cov_coef", "", "`actor.policy_loss.ppo_kl_coef`", "same value (with kl_cov)", "TRL has no KL-Cov", *_mode_param("kl_cov", "", "policy_loss.ppo_kl_coef", "kl_cov_coef")),
-    Row("sapo_tau_pos", "`sapo_temperature_pos`", "`actor.tau_pos`", "same value (with sapo)", "", *_mode_param("sapo", "sapo_temperature_pos", "tau_pos", "sapo_tau_pos")),
-    Row("sapo_tau_neg", "`sapo_temperature_neg`", "`actor.tau_neg`", "same value (with sapo)", "", *_mode_param("sapo", "sapo_temperature_neg", "tau_neg", "sapo_tau_neg")),
+    _loss_mode_row(),
+    *_loss_param_rows(),
     Row("adv_scale", "`scale_rewards` (std -> group, none -> none)", "`algorithm.norm_adv_by_std_in_grpo`", "", "",
         lambda c: same(scale_rewards="group" if c.algo.adv_scale == "std" else "none"), lambda c: same(**{"algorithm.norm_adv_by_std_in_grpo": c.algo.adv_scale == "std"})),
     Row("adv_eps", "", "", "", "fixed in the engines: TRL divides by std + 1e-4, verl by std + 1e-6 (rlalgos's default)",
