@@ -3,7 +3,6 @@ strategy profile, the two takeover laws, and the claims' runs being the notebook
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import asdict

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, Sequence
 
+import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
@@ -465,8 +466,6 @@ def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int 
     run's kept answers, so both train on the same number of answers per step), each
     step's answers in ``minibatches`` AdamW steps as the RL runs. Evaluates like a run
     (same prompts, same evaluation seed) and returns one row per step (also written to ``out_csv``)."""
-    import pandas as pd
-
     from ..train import evaluate
     from ..tasks import uses_scratchpad
 
@@ -519,11 +518,9 @@ def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int 
 # --------------------------------------------------------------------------- #
 
 
-def profile_table(models: dict) -> "pd.DataFrame":
+def profile_table(models: dict) -> pd.DataFrame:
     """One line per base model, from its report: share p, competence q, direct accuracy d,
     the accuracy they predict (p q + (1 - p) d), and the chance that a group of 8 holds a right scratchpad answer."""
-    import pandas as pd
-
     lines = []
     for name, report in models.items():
         p, q, d = report["share"], report["competence"], report["direct_accuracy"]
@@ -532,10 +529,8 @@ def profile_table(models: dict) -> "pd.DataFrame":
     return pd.DataFrame(lines).set_index("model")
 
 
-def samples_at(run_dir, steps: Sequence[int]) -> "pd.DataFrame":
+def samples_at(run_dir, steps: Sequence[int]) -> pd.DataFrame:
     """The answers the run's evaluations logged (the first sample of each of the first 4 test prompts) at ``steps``: one column per step."""
-    import pandas as pd
-
     rows = [json.loads(line) for line in (Path(run_dir) / "samples.jsonl").read_text().splitlines() if line.strip()]
     table = {}
     for s in steps:
@@ -545,7 +540,7 @@ def samples_at(run_dir, steps: Sequence[int]) -> "pd.DataFrame":
     return pd.DataFrame(table).set_index("prompt")
 
 
-def pass_curve(model, cache: Path, rows: Sequence[dict], n: int, ks: Sequence[int], seed: int = 1) -> "pd.DataFrame":
+def pass_curve(model, cache: Path, rows: Sequence[dict], n: int, ks: Sequence[int], seed: int = 1) -> pd.DataFrame:
     """pass@k for ``ks`` (mean over ``rows`` with its standard error) from ``n`` samples per prompt of ``model``
     (a folder, or None for the shipped model), the samples cached in ``cache``."""
     from . import exploration as ex

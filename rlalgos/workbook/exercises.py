@@ -528,3 +528,8 @@ def _uniform_groups(answer):
         return False, "answer two triples: ((ei, rloo, grpo) all wrong, (ei, rloo, grpo) all right)"
     ok = len(got) == 2 and all(len(g) == 3 and all(abs(a - b) < 1e-6 for a, b in zip(g, w)) for g, w in zip(got, totals))
     return ok, f"(ei, rloo, grpo) totals: all wrong {totals[0]}, all right {totals[1]}"
+
+
+@exercise("13.2", "which ends with the higher test entropy from the shipped model", "compare ei with grpo on eval_entropy, paired by seed; 'noise' if the interval contains 0")
+def _ei_entropy(answer, runs):
+    return _which_higher(answer, runs, "grpo", "ei", "eval_entropy")
