@@ -44,10 +44,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.bootstrap
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --no-deps "verl==0.9.1"
 	touch $@
 
-lint: install  ## ruff: the linter (and, once the tree is formatted, the formatter's check)
+lint: install  ## ruff: the linter and the formatter's check (ruff format . fixes the second)
 	$(BIN)/ruff check .
-	@# enable with the commit that runs `ruff format .` over the whole tree:
-	@# $(BIN)/ruff format --check .
+	$(BIN)/ruff format --check .
 
 demo: install  ## the default algorithm comparison on the shipped tiny model
 	$(BIN)/rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10 --out-dir runs/demo --overwrite

@@ -13,8 +13,13 @@ import torch
 
 def machine_info() -> dict:
     """The facts a benchmark line needs to be read later."""
-    info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-            "cpu": platform.processor() or platform.machine(), "cuda": torch.cuda.is_available()}
+    info = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "cpu": platform.processor() or platform.machine(),
+        "cuda": torch.cuda.is_available(),
+    }
     if info["cuda"]:
         info["gpu"] = torch.cuda.get_device_name()
     return info

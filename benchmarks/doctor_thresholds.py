@@ -39,22 +39,45 @@ SEEDS = (0, 1, 2)
 # notebook 06's arms by claim, and what each run shows (the signature the doctor should name, or "healthy")
 NB06_CLAIMS = ("lr-collapse", "reward-hacking", "length-runaway", "too-hard-prompts", "entropy-monitor")
 NB06_FIXES = ("a_concise_kl", "c_verbose_overlong", "d_medium", "e_monitor")
-EXPECTED = {"baseline": "healthy", "d_medium": "healthy", "b_lr3e-3": "collapse", "a_concise": "reward_up_accuracy_down", "a_concise_kl": "reward_up_accuracy_down",
-            "c_verbose": "length_runaway", "c_verbose_overlong": "reward_up_accuracy_down", "d_too_hard": "zero_signal", "e_sharpen": "entropy_collapse",
-            "e_monitor": "entropy_collapse"}
+EXPECTED = {
+    "baseline": "healthy",
+    "d_medium": "healthy",
+    "b_lr3e-3": "collapse",
+    "a_concise": "reward_up_accuracy_down",
+    "a_concise_kl": "reward_up_accuracy_down",
+    "c_verbose": "length_runaway",
+    "c_verbose_overlong": "reward_up_accuracy_down",
+    "d_too_hard": "zero_signal",
+    "e_sharpen": "entropy_collapse",
+    "e_monitor": "entropy_collapse",
+}
 """The failure each of notebook 06's arms was built to show (a fix that only limits the damage keeps the failure it
 limits: the KL arm under the gamed reward, and overlong shaping under the length judge, whose reward still ignores correctness)."""
 MISSES = {
     "e_sharpen": "notebook 06 (e) itself finds no entropy collapse at this scale: eval entropy ended at 0.62-0.67 of its start, as the baseline's 0.66-0.71, "
-                 "and what the push cost (accuracy -7 points) shows only against a baseline, which one run's metrics do not hold",
+    "and what the push cost (accuracy -7 points) shows only against a baseline, which one run's metrics do not hold",
     "e_monitor": "the same push with the entropy monitor: as e_sharpen",
 }
 """Arms the doctor does not name by the failure they were built to show, and why (the test holds them to this)."""
 DEMO_ALGOS = ("reinforce", "ppo", "grpo", "dapo")
 PROBE_CLIP = dict(epochs=4, minibatches=8, lr=3e-4)
 """The clip probe: 32 optimizer steps per rollout at 3x the default learning rate (notebook 06's try-this (b) pushed further)."""
-KEEP = ("step", "reward_mean", "entropy", "kl", "clip_frac", "completion_len", "truncated_frac", "zero_std_frac", "grad_norm", "loss", "nonfinite",
-        "eval_accuracy", "eval_entropy", "stopped")
+KEEP = (
+    "step",
+    "reward_mean",
+    "entropy",
+    "kl",
+    "clip_frac",
+    "completion_len",
+    "truncated_frac",
+    "zero_std_frac",
+    "grad_norm",
+    "loss",
+    "nonfinite",
+    "eval_accuracy",
+    "eval_entropy",
+    "stopped",
+)
 """The metrics the doctor reads, kept per step."""
 
 
@@ -69,28 +92,102 @@ def planned_runs(runs_dir: Path, seeds=SEEDS, groups=("nb06", "learning", "demo"
     plans, seen = [], set()
     if "nb06" in groups:
         for claim_id in NB06_CLAIMS:
-            for a, s, cfg, algo_cfg in get_claim(claim_id).train_configs(seeds, runs_dir=runs_dir / "nb06", stop_on_collapse=False):
+            for a, s, cfg, algo_cfg in get_claim(claim_id).train_configs(
+                seeds, runs_dir=runs_dir / "nb06", stop_on_collapse=False
+            ):
                 if (a, s) in seen:
                     continue
                 seen.add((a, s))
                 cfg.out_dir = str(runs_dir / "nb06" / a / f"seed{s}")  # one folder per arm, whichever claim names it
-                plans.append({"group": "nb06", "label": a, "seed": s, "expected": EXPECTED[a], "cfg": cfg, "algo_cfg": algo_cfg, "fix": a in NB06_FIXES})
+                plans.append(
+                    {
+                        "group": "nb06",
+                        "label": a,
+                        "seed": s,
+                        "expected": EXPECTED[a],
+                        "cfg": cfg,
+                        "algo_cfg": algo_cfg,
+                        "fix": a in NB06_FIXES,
+                    }
+                )
     if "learning" in groups:
         for algo, steps, prompts, _ in CASES:
             for s in seeds:
-                cfg = TrainConfig(algo=algo, steps=steps, prompts_per_step=prompts, eval_every=10, eval_prompts=200, eval_samples=4, seed=s, save_every=0,
-                                  overwrite=True, progress=False, out_dir=str(runs_dir / "learning" / algo / f"seed{s}"))
-                plans.append({"group": "learning", "label": algo, "seed": s, "expected": "healthy", "cfg": cfg, "algo_cfg": make_config(algo), "fix": False})
+                cfg = TrainConfig(
+                    algo=algo,
+                    steps=steps,
+                    prompts_per_step=prompts,
+                    eval_every=10,
+                    eval_prompts=200,
+                    eval_samples=4,
+                    seed=s,
+                    save_every=0,
+                    overwrite=True,
+                    progress=False,
+                    out_dir=str(runs_dir / "learning" / algo / f"seed{s}"),
+                )
+                plans.append(
+                    {
+                        "group": "learning",
+                        "label": algo,
+                        "seed": s,
+                        "expected": "healthy",
+                        "cfg": cfg,
+                        "algo_cfg": make_config(algo),
+                        "fix": False,
+                    }
+                )
     if "demo" in groups:
         for algo in DEMO_ALGOS:  # make demo: rlalgos compare --algos reinforce,ppo,grpo,dapo --steps 40 --eval-every 10
-            cfg = TrainConfig(algo=algo, steps=40, eval_every=10, seed=0, overwrite=True, progress=False, out_dir=str(runs_dir / "demo" / algo / "seed0"))
-            plans.append({"group": "demo", "label": algo, "seed": 0, "expected": "healthy", "cfg": cfg, "algo_cfg": make_config(algo), "fix": False})
-    if "probe" in groups:  # no notebook run saturates the clip (one update per rollout, or 4 minibatches at most): many updates per rollout do
+            cfg = TrainConfig(
+                algo=algo,
+                steps=40,
+                eval_every=10,
+                seed=0,
+                overwrite=True,
+                progress=False,
+                out_dir=str(runs_dir / "demo" / algo / "seed0"),
+            )
+            plans.append(
+                {
+                    "group": "demo",
+                    "label": algo,
+                    "seed": 0,
+                    "expected": "healthy",
+                    "cfg": cfg,
+                    "algo_cfg": make_config(algo),
+                    "fix": False,
+                }
+            )
+    if (
+        "probe" in groups
+    ):  # no notebook run saturates the clip (one update per rollout, or 4 minibatches at most): many updates per rollout do
         for s in seeds:
-            cfg = TrainConfig(algo="grpo", steps=12, prompts_per_step=16, eval_every=6, eval_prompts=100, eval_samples=4, seed=s, save_every=0, overwrite=True,
-                              progress=False, stop_on_collapse=False, out_dir=str(runs_dir / "probe" / "clip_many_updates" / f"seed{s}"))
-            plans.append({"group": "probe", "label": "clip_many_updates", "seed": s, "expected": "clip_saturation", "cfg": cfg,
-                          "algo_cfg": make_config("grpo", **PROBE_CLIP), "fix": False})
+            cfg = TrainConfig(
+                algo="grpo",
+                steps=12,
+                prompts_per_step=16,
+                eval_every=6,
+                eval_prompts=100,
+                eval_samples=4,
+                seed=s,
+                save_every=0,
+                overwrite=True,
+                progress=False,
+                stop_on_collapse=False,
+                out_dir=str(runs_dir / "probe" / "clip_many_updates" / f"seed{s}"),
+            )
+            plans.append(
+                {
+                    "group": "probe",
+                    "label": "clip_many_updates",
+                    "seed": s,
+                    "expected": "clip_saturation",
+                    "cfg": cfg,
+                    "algo_cfg": make_config("grpo", **PROBE_CLIP),
+                    "fix": False,
+                }
+            )
     order = {"nb06": 0, "learning": 1, "demo": 2, "probe": 3}
     return sorted(plans, key=lambda p: (order[p["group"]] + (1.5 if p["fix"] else 0), plans.index(p)))
 
@@ -115,7 +212,12 @@ def train_missing(plans: list[dict]) -> None:
             train(p["cfg"], p["algo_cfg"])
         except FloatingPointError as e:  # a non-finite stop keeps its rows: they are part of the measurement
             print(f"{p['group']}/{p['label']}/seed{p['seed']}: {e}", file=sys.stderr)
-        print(json.dumps({"trained": f"{p['group']}/{p['label']}/seed{p['seed']}", "seconds": round(time.perf_counter() - t0, 1)}), flush=True)
+        print(
+            json.dumps(
+                {"trained": f"{p['group']}/{p['label']}/seed{p['seed']}", "seconds": round(time.perf_counter() - t0, 1)}
+            ),
+            flush=True,
+        )
 
 
 def compact_rows(run_dir: str | Path) -> list[dict]:
@@ -130,7 +232,11 @@ def compact_rows(run_dir: str | Path) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--train", action="store_true", help="train the runs whose folders are missing or unfinished, then write the tables")
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="train the runs whose folders are missing or unfinished, then write the tables",
+    )
     p.add_argument("--runs-dir", default=str(ROOT / "runs" / "doctor"))
     p.add_argument("--groups", default="nb06,learning,demo,probe")
     p.add_argument("--train-only", action="store_true", help="train, and write nothing under docs/")
@@ -144,8 +250,13 @@ def main() -> None:
         with open(RUNS_JSONL, "w") as f:
             for pl in plans:
                 if finished(pl["cfg"].out_dir, pl["cfg"].steps):
-                    meta = {"group": pl["group"], "label": pl["label"], "seed": pl["seed"], "expected": pl["expected"],
-                            "max_new_tokens": pl["cfg"].max_new_tokens or None}
+                    meta = {
+                        "group": pl["group"],
+                        "label": pl["label"],
+                        "seed": pl["seed"],
+                        "expected": pl["expected"],
+                        "max_new_tokens": pl["cfg"].max_new_tokens or None,
+                    }
                     f.write(json.dumps({**meta, "rows": compact_rows(pl["cfg"].out_dir)}) + "\n")
     write_tables()
 
@@ -164,7 +275,12 @@ def signals(df, max_new_tokens: int | None) -> dict:
         s = d._series(df, key, train=train)
         return (float(s.head(n).mean()), float(s.tail(n).mean())) if len(s) >= n else (math.nan, math.nan)
 
-    reward, acc, ent, tr = d._series(df, "reward_mean"), d._series(df, "eval_accuracy", train=False), d._series(df, "eval_entropy", train=False), d._series(df, "truncated_frac")
+    reward, acc, ent, tr = (
+        d._series(df, "reward_mean"),
+        d._series(df, "eval_accuracy", train=False),
+        d._series(df, "eval_entropy", train=False),
+        d._series(df, "truncated_frac"),
+    )
     runs = d._runs(d.collapse_mask(df))
     r0, r1 = first_last("reward_mean", d.REWARD_STEPS)
     return {
@@ -205,8 +321,14 @@ def write_tables(path: Path = RUNS_JSONL, out: Path = TABLE_JSON) -> dict:
             row[n] = row.get(n, 0) + 1
         for f in after:
             row.setdefault("after_collapse", {})[f.name] = row.get("after_collapse", {}).get(f.name, 0) + 1
-        runs.append({k: rec[k] for k in ("group", "label", "seed", "expected")} | {"fired": names, "first_steps": {f.name: f.step for f in found},
-                                                                                    "signals": signals(df, rec["max_new_tokens"])})
+        runs.append(
+            {k: rec[k] for k in ("group", "label", "seed", "expected")}
+            | {
+                "fired": names,
+                "first_steps": {f.name: f.step for f in found},
+                "signals": signals(df, rec["max_new_tokens"]),
+            }
+        )
     thresholds = {k: getattr(d, k) for k in dir(d) if k.isupper() and isinstance(getattr(d, k), (int, float))}
     result = {"thresholds": thresholds, "misses": MISSES, "confusion": confusion, "runs": runs}
     out.write_text(json.dumps(result, indent=1, default=lambda x: None if x != x else x) + "\n")
@@ -214,10 +336,19 @@ def write_tables(path: Path = RUNS_JSONL, out: Path = TABLE_JSON) -> dict:
     return result
 
 
-SPREAD = (("start_reward", "reward at step 1"), ("reward_min_frac", "lowest reward / step 1's"), ("collapse_steps", "collapsed steps in a row"),
-          ("kl_max", "KL, highest step"), ("kl_window_max", "KL, highest 5-step mean"), ("zero_std_window_max", "all-equal groups, highest 5-step mean"),
-          ("truncated_window_max", "cut off, highest 5-step mean"), ("reward_rise", "reward, last 5 - first 5"), ("eval_accuracy_change", "eval accuracy, end - start"),
-          ("eval_entropy_ratio", "eval entropy, end / start"), ("clip_window_max", "clip fraction, highest 5-step mean"))
+SPREAD = (
+    ("start_reward", "reward at step 1"),
+    ("reward_min_frac", "lowest reward / step 1's"),
+    ("collapse_steps", "collapsed steps in a row"),
+    ("kl_max", "KL, highest step"),
+    ("kl_window_max", "KL, highest 5-step mean"),
+    ("zero_std_window_max", "all-equal groups, highest 5-step mean"),
+    ("truncated_window_max", "cut off, highest 5-step mean"),
+    ("reward_rise", "reward, last 5 - first 5"),
+    ("eval_accuracy_change", "eval accuracy, end - start"),
+    ("eval_entropy_ratio", "eval entropy, end / start"),
+    ("clip_window_max", "clip fraction, highest 5-step mean"),
+)
 
 
 def markdown(result: dict) -> str:
@@ -240,10 +371,18 @@ def markdown(result: dict) -> str:
     for g, sigs in groups.items():
         out.append(f"| {g} | {len(sigs)} | " + " | ".join(span([s[k] for s in sigs]) for k, _ in SPREAD) + " |")
     cols = ["healthy", *[s.__name__ for s in d.SIGNATURES]]
-    out += ["", "| runs | built to show | n | " + " | ".join(cols) + " | what followed the collapse |", "|---|---|---|" + "---|" * (len(cols) + 1)]
+    out += [
+        "",
+        "| runs | built to show | n | " + " | ".join(cols) + " | what followed the collapse |",
+        "|---|---|---|" + "---|" * (len(cols) + 1),
+    ]
     for k, row in result["confusion"].items():
         after = ", ".join(f"{name} {n}" for name, n in row.get("after_collapse", {}).items())
-        out.append(f"| {k} | {row['expected']} | {row['runs']} | " + " | ".join(str(row.get(c, "")) for c in cols) + f" | {after} |")
+        out.append(
+            f"| {k} | {row['expected']} | {row['runs']} | "
+            + " | ".join(str(row.get(c, "")) for c in cols)
+            + f" | {after} |"
+        )
     return "\n".join(out)
 
 

@@ -29,7 +29,11 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=SHARED["steps"])
     p.add_argument("--lr", type=float, default=VANILLA["lr"])
     args = p.parse_args()
-    runs = [arm_config(a, int(s), Path(args.out), lr=args.lr, steps=args.steps) for a in args.arms.split(",") for s in args.seeds.split(",")]
+    runs = [
+        arm_config(a, int(s), Path(args.out), lr=args.lr, steps=args.steps)
+        for a in args.arms.split(",")
+        for s in args.seeds.split(",")
+    ]
     if args.command == "configs":
         for cfg, algo_cfg in runs:
             print(cfg.out_dir, algo_cfg)

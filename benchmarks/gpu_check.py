@@ -75,12 +75,20 @@ from _common import machine_info
 
 VOCAB = 151_936  # Qwen2 / 2.5 / 3
 QWEN_SHAPES = {  # Qwen2Config fields per model; 151,936 x hidden of each is its (tied) embedding
-    "qwen2-100m": dict(hidden_size=512, intermediate_size=2048, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2),  # ~108M
-    "qwen2-500m": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2),  # Qwen2.5-0.5B: ~494M
+    "qwen2-100m": dict(
+        hidden_size=512, intermediate_size=2048, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2
+    ),  # ~108M
+    "qwen2-500m": dict(
+        hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2
+    ),  # Qwen2.5-0.5B: ~494M
 }
 DRY_SHAPES = {  # the same two models at --dry-run sizes
-    "qwen2-100m": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1),
-    "qwen2-500m": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    "qwen2-100m": dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1
+    ),
+    "qwen2-500m": dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+    ),
 }
 FINITE_KEYS = ("loss", "pg_loss", "grad_norm", "reward_mean", "entropy", "kl", "value_loss")
 TIMING = ("seconds", "tokens_per_second")
@@ -100,15 +108,32 @@ class Case:
 
     @property
     def name(self) -> str:
-        return "/".join([self.model, self.algo + ("+lora" if self.lora else "")] + ([f"world{self.world}"] if self.world else []) + (["cpu"] if self.cpu else []))
+        return "/".join(
+            [self.model, self.algo + ("+lora" if self.lora else "")]
+            + ([f"world{self.world}"] if self.world else [])
+            + (["cpu"] if self.cpu else [])
+        )
 
 
 def plan(world2: bool) -> list[Case]:
     """Every case, cheapest first, so a run cut short by --time-limit has the most paths covered."""
     small, large = QWEN_SHAPES
-    cases = [Case("tiny", "grpo"), Case("tiny", "dapo", resume=True), Case("tiny", "grpo", lora=True), Case("tiny", "dapo", lora=True), Case("tiny", "ppo"),
-             Case("tiny", "grpo", world=1), Case("tiny", "grpo", cpu=True)]
-    cases += [Case(small, "grpo"), Case(small, "dapo"), Case(small, "grpo", lora=True), Case(small, "dapo", lora=True, resume=True), Case(small, "grpo", world=1)]
+    cases = [
+        Case("tiny", "grpo"),
+        Case("tiny", "dapo", resume=True),
+        Case("tiny", "grpo", lora=True),
+        Case("tiny", "dapo", lora=True),
+        Case("tiny", "ppo"),
+        Case("tiny", "grpo", world=1),
+        Case("tiny", "grpo", cpu=True),
+    ]
+    cases += [
+        Case(small, "grpo"),
+        Case(small, "dapo"),
+        Case(small, "grpo", lora=True),
+        Case(small, "dapo", lora=True, resume=True),
+        Case(small, "grpo", world=1),
+    ]
     cases += [Case(large, "grpo"), Case(large, "dapo"), Case(large, "grpo", lora=True), Case(large, "dapo", lora=True)]
     if world2:
         cases += [Case("tiny", "dapo", world=2, resume=True), Case("qwen2-100m", "grpo", world=2)]
@@ -144,7 +169,9 @@ def filled_tokenizer(vocab: int):
     backend = Tokenizer(models.WordLevel(vocab=ids, unk_token=SPECIAL_TOKENS["unk_token"]))
     old = base.backend_tokenizer
     backend.pre_tokenizer, backend.decoder, backend.post_processor = old.pre_tokenizer, old.decoder, old.post_processor
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, clean_up_tokenization_spaces=False, padding_side="left", **SPECIAL_TOKENS)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend, clean_up_tokenization_spaces=False, padding_side="left", **SPECIAL_TOKENS
+    )
     tok.model_max_length = base.model_max_length
     assert len(tok) == vocab, (len(tok), vocab)
     return tok
@@ -157,8 +184,15 @@ def build_qwen2(folder: Path, shape: dict, vocab: int, device: torch.device) -> 
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tok = filled_tokenizer(vocab)
-    cfg = Qwen2Config(vocab_size=vocab, max_position_embeddings=1024, tie_word_embeddings=True, pad_token_id=tok.pad_token_id,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, **shape)
+    cfg = Qwen2Config(
+        vocab_size=vocab,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        **shape,
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = Qwen2ForCausalLM(cfg)
@@ -176,7 +210,9 @@ def dense_task(max_new_tokens: int):
     """The addition prompts with :func:`vowel_share` as the reward (correctness logged, weight 0)."""
     from rlalgos.tasks import get_task
 
-    return replace(get_task("addition").with_rewards(0.0, [("vowels", vowel_share, 1.0)]), max_new_tokens=max_new_tokens)
+    return replace(
+        get_task("addition").with_rewards(0.0, [("vowels", vowel_share, 1.0)]), max_new_tokens=max_new_tokens
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -241,7 +277,13 @@ def one_process_group(device: torch.device):
     import torch.distributed as dist
 
     cuda = device.type == "cuda"
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, **({"device_id": device} if cuda else {}))
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method=f"tcp://127.0.0.1:{free_port()}",
+        rank=0,
+        world_size=1,
+        **({"device_id": device} if cuda else {}),
+    )
     try:
         yield collective_ok(device)
     finally:
@@ -260,7 +302,9 @@ def collective_ok(device: torch.device) -> bool:
 
 def finite_rows(rows: list[dict]) -> bool:
     train_rows = [r for r in rows if r["step"] >= 1]
-    ok = bool(train_rows) and all("loss" in r and "grad_norm" in r and not r.get("nonfinite") and "stopped" not in r for r in train_rows)
+    ok = bool(train_rows) and all(
+        "loss" in r and "grad_norm" in r and not r.get("nonfinite") and "stopped" not in r for r in train_rows
+    )
     return ok and all(math.isfinite(r[k]) for r in train_rows for k in FINITE_KEYS if k in r)
 
 
@@ -272,7 +316,9 @@ def resume_gap(full: list[dict], resumed: list[dict]) -> float:
     gap = 0.0
     for a, b in zip(full, resumed):
         for k in a.keys() | b.keys():
-            if k.endswith(TIMING) or (k.startswith("eval_") and (k not in a or k not in b)):  # the cut run also evaluated where it stopped
+            if k.endswith(TIMING) or (
+                k.startswith("eval_") and (k not in a or k not in b)
+            ):  # the cut run also evaluated where it stopped
                 continue
             x, y = a.get(k), b.get(k)
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
@@ -295,11 +341,28 @@ def case_config(case: Case, args, model_dir: Path, out_dir: Path, device: str):
     from rlalgos.config import TrainConfig, make_config
 
     qwen = case.model != "tiny"
-    cfg = TrainConfig(algo=case.algo, model=str(model_dir), dtype="auto", device=device, lora_rank=LORA_RANK if case.lora else 0, steps=args.steps,
-                      prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens if qwen else 0,
-                      logits_chunk=args.logits_chunk if qwen else -1, eval_every=0, eval_prompts=args.eval_prompts, eval_samples=args.eval_samples,
-                      save_every=0, seed=0, out_dir=str(out_dir), progress=False)
-    algo_cfg = make_config(case.algo, **({"lr": 1e-6} if qwen and not case.lora else {}))  # a full fine-tune of a 100M+ model: TRL's and verl's lr
+    cfg = TrainConfig(
+        algo=case.algo,
+        model=str(model_dir),
+        dtype="auto",
+        device=device,
+        lora_rank=LORA_RANK if case.lora else 0,
+        steps=args.steps,
+        prompts_per_step=args.prompts,
+        group_size=args.group_size,
+        max_new_tokens=args.max_new_tokens if qwen else 0,
+        logits_chunk=args.logits_chunk if qwen else -1,
+        eval_every=0,
+        eval_prompts=args.eval_prompts,
+        eval_samples=args.eval_samples,
+        save_every=0,
+        seed=0,
+        out_dir=str(out_dir),
+        progress=False,
+    )
+    algo_cfg = make_config(
+        case.algo, **({"lr": 1e-6} if qwen and not case.lora else {})
+    )  # a full fine-tune of a 100M+ model: TRL's and verl's lr
     return cfg, algo_cfg
 
 
@@ -311,7 +374,9 @@ def run_case(case: Case, args, model_dir: Path, vocab: int, work: Path) -> dict:
 
     want = "cpu" if case.cpu or args.dry_run else "auto"
     if case.world == 2:
-        dev = distributed.setup(want, args.prompts)  # joins the launcher's group: cuda:LOCAL_RANK on CUDA, gloo on the CPU
+        dev = distributed.setup(
+            want, args.prompts
+        )  # joins the launcher's group: cuda:LOCAL_RANK on CUDA, gloo on the CPU
     else:
         dev = resolve_device(want)
         if dev.type == "cuda" and dev.index is None:  # an index: nccl's device_id needs one
@@ -331,14 +396,18 @@ def run_case(case: Case, args, model_dir: Path, vocab: int, work: Path) -> dict:
             checks["collective"] = collective_ok(dev)
         stack.enter_context(deterministic(case.resume and dev.type == "cuda"))
         with LinearWatch(vocab) as watch:
-            rows = run_loop(build_run(cfg, algo_cfg, task=task))  # rlalgos.train.train, its rows as logged (no DataFrame: a missing key stays missing)
+            rows = run_loop(
+                build_run(cfg, algo_cfg, task=task)
+            )  # rlalgos.train.train, its rows as logged (no DataFrame: a missing key stays missing)
         seconds = time.perf_counter() - t0
         peak = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
         if case.resume:
             cut = max(1, args.steps // 2)
             cut_cfg = replace(cfg, out_dir=str(work / "cut"))
             run_loop(build_run(replace(cut_cfg, steps=cut, save_every=cut), algo_cfg, task=task))
-            resumed = run_loop(build_run(cut_cfg, algo_cfg, task=task, resume=True))  # rlalgos.train.resume(), with the task object rather than its name
+            resumed = run_loop(
+                build_run(cut_cfg, algo_cfg, task=task, resume=True)
+            )  # rlalgos.train.resume(), with the task object rather than its name
             gap = resume_gap(rows, resumed)
             checks["resume"] = gap <= RESUME_TOLERANCE
     auto = "torch.bfloat16" if dev.type == "cuda" else "torch.float32"  # what dtype auto has to mean on this device
@@ -346,11 +415,24 @@ def run_case(case: Case, args, model_dir: Path, vocab: int, work: Path) -> dict:
     checks["precision"] = set(watch.outputs) == {auto} and set(watch.weights) == {"torch.float32"}
     if case.model != "tiny":
         checks["chunked_head"] = watch.chunked_head > 0
-    checks = {k: all(v) for k, v in zip(checks, zip(*distributed.gather(list(checks.values()))))}  # every process's checks
+    checks = {
+        k: all(v) for k, v in zip(checks, zip(*distributed.gather(list(checks.values()))))
+    }  # every process's checks
 
     steps = [r for r in rows if r["step"] >= (2 if args.steps > 1 else 1)]  # the first step is a warm-up
-    row = {"measure": "gpu_check", "case": case.name, "model": case.model, "algo": case.algo, "lora": case.lora, "world": case.world or 1, "device": str(dev),
-           "linear_output_dtypes": watch.outputs, "steps": args.steps, "prompts": args.prompts, "group_size": args.group_size}
+    row = {
+        "measure": "gpu_check",
+        "case": case.name,
+        "model": case.model,
+        "algo": case.algo,
+        "lora": case.lora,
+        "world": case.world or 1,
+        "device": str(dev),
+        "linear_output_dtypes": watch.outputs,
+        "steps": args.steps,
+        "prompts": args.prompts,
+        "group_size": args.group_size,
+    }
     row.update({f"{s}_seconds": round(statistics.median(r[f"{s}_seconds"] for r in steps), 4) for s in STAGES})
     row["tokens_per_second"] = round(statistics.median(r["tokens_per_second"] for r in steps), 1)
     row["completion_len"] = round(statistics.mean(r["completion_len"] for r in steps), 1)
@@ -368,9 +450,24 @@ def launch_world2(jobs: list[dict], args, timeout: float) -> list[dict]:
     """Every world-2 case, one after another in one launch of two processes of this script
     (``torch.distributed.run``; the processes start once): process 0's line for each, and for
     each case that wrote none (the launch failed or timed out), a failed line that says why."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(Path(__file__).resolve()), "--worker", json.dumps(jobs),
-           *(["--dry-run"] if args.dry_run else []), *(f"--{k.replace('_', '-')}={getattr(args, k)}" for k in SIZES)]
-    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(Path(__file__).resolve()),
+        "--worker",
+        json.dumps(jobs),
+        *(["--dry-run"] if args.dry_run else []),
+        *(f"--{k.replace('_', '-')}={getattr(args, k)}" for k in SIZES),
+    ]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         why = f"torch.distributed.run exited with {proc.returncode}: {last_line(proc.stderr)}"
@@ -410,22 +507,52 @@ def failed_row(case: Case, why: str) -> dict:
 
 
 SIZES = {  # --option: (default on a GPU, default with --dry-run)
-    "steps": (4, 2), "prompts": (8, 2), "group_size": (4, 2), "max_new_tokens": (128, 8), "logits_chunk": (-1, 4), "eval_prompts": (8, 2), "eval_samples": (2, 1)}
+    "steps": (4, 2),
+    "prompts": (8, 2),
+    "group_size": (4, 2),
+    "max_new_tokens": (128, 8),
+    "logits_chunk": (-1, 4),
+    "eval_prompts": (8, 2),
+    "eval_samples": (2, 1),
+}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU (small vocabulary and widths, 2 steps): checks the script, measures nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="tiny sizes on the CPU (small vocabulary and widths, 2 steps): checks the script, measures nothing",
+    )
     p.add_argument("--out", help="also write every line to this JSON file")
-    p.add_argument("--steps", type=int, help="training steps per case (default 4; --dry-run 2); resume cases stop at half")
+    p.add_argument(
+        "--steps", type=int, help="training steps per case (default 4; --dry-run 2); resume cases stop at half"
+    )
     p.add_argument("--prompts", type=int, help="prompts per step (default 8; --dry-run 2)")
     p.add_argument("--group-size", type=int, help="answers per prompt (default 4; --dry-run 2)")
-    p.add_argument("--max-new-tokens", type=int, help="answer length of the Qwen-shaped models (default 128; --dry-run 8); the tiny model keeps its task's 48")
-    p.add_argument("--logits-chunk", type=int, help="the Qwen-shaped models' logits_chunk (default -1, auto: ~220 tokens at 151,936; --dry-run 4)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="answer length of the Qwen-shaped models (default 128; --dry-run 8); the tiny model keeps its task's 48",
+    )
+    p.add_argument(
+        "--logits-chunk",
+        type=int,
+        help="the Qwen-shaped models' logits_chunk (default -1, auto: ~220 tokens at 151,936; --dry-run 4)",
+    )
     p.add_argument("--eval-prompts", type=int, help="test prompts per evaluation (default 8; --dry-run 2)")
     p.add_argument("--eval-samples", type=int, help="samples per test prompt (default 2; --dry-run 1)")
-    p.add_argument("--only", default="", help="comma-separated substrings: run only the cases whose name holds one (e.g. tiny,world)")
-    p.add_argument("--time-limit", type=float, default=480, help="seconds: cases not started by then are skipped (a lent GPU runs a command at most 10 min)")
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma-separated substrings: run only the cases whose name holds one (e.g. tiny,world)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=480,
+        help="seconds: cases not started by then are skipped (a lent GPU runs a command at most 10 min)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)  # internal: the world-2 cases, in one of their two processes
     args = p.parse_args()
     for k, (gpu, dry) in SIZES.items():
@@ -434,8 +561,15 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     if not args.dry_run and not torch.cuda.is_available():
-        why = "this torch build has no CUDA" if not torch.backends.cuda.is_built() else "torch.cuda.is_available() is False"
-        print(f"gpu_check: no CUDA device ({why}; torch {torch.__version__}); run it on a GPU machine, or pass --dry-run for the CPU smoke test", file=sys.stderr)
+        why = (
+            "this torch build has no CUDA"
+            if not torch.backends.cuda.is_built()
+            else "torch.cuda.is_available() is False"
+        )
+        print(
+            f"gpu_check: no CUDA device ({why}; torch {torch.__version__}); run it on a GPU machine, or pass --dry-run for the CPU smoke test",
+            file=sys.stderr,
+        )
         sys.exit(2)
     # cuBLAS is deterministic only with this workspace, and reads it once, at its first use (the resume cases need it)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -443,7 +577,11 @@ def main() -> None:
 
     start = time.perf_counter()
     n_gpus = 0 if args.dry_run else torch.cuda.device_count()
-    cases = [c for c in plan(world2=args.dry_run or n_gpus >= 2) if not args.only or any(s in c.name for s in args.only.split(","))]
+    cases = [
+        c
+        for c in plan(world2=args.dry_run or n_gpus >= 2)
+        if not args.only or any(s in c.name for s in args.only.split(","))
+    ]
     lines: list[dict] = []
     results: dict[str, str] = {}  # case name -> passed, failed or skipped
 
@@ -462,9 +600,22 @@ def main() -> None:
             """The model's folder and vocabulary, built on first use."""
             if name not in models:
                 t0, vocab = time.perf_counter(), 1000 if args.dry_run else VOCAB
-                params = build_qwen2(tmp / name, (DRY_SHAPES if args.dry_run else QWEN_SHAPES)[name], vocab, torch.device("cuda" if n_gpus else "cpu"))
+                params = build_qwen2(
+                    tmp / name,
+                    (DRY_SHAPES if args.dry_run else QWEN_SHAPES)[name],
+                    vocab,
+                    torch.device("cuda" if n_gpus else "cpu"),
+                )
                 models[name] = (tmp / name, vocab)
-                report({"measure": "gpu_check_model", "model": name, "params": params, "vocab": vocab, "build_seconds": round(time.perf_counter() - t0, 2)})
+                report(
+                    {
+                        "measure": "gpu_check_model",
+                        "model": name,
+                        "params": params,
+                        "vocab": vocab,
+                        "build_seconds": round(time.perf_counter() - t0, 2),
+                    }
+                )
             return models[name]
 
         world2 = []
@@ -475,7 +626,9 @@ def main() -> None:
             try:
                 folder, vocab = model(case.model)
                 if case.world == 2:  # later, all in one launch
-                    world2.append({"case": asdict(case), "model_dir": str(folder), "vocab": vocab, "work": str(tmp / f"case{i}")})
+                    world2.append(
+                        {"case": asdict(case), "model_dir": str(folder), "vocab": vocab, "work": str(tmp / f"case{i}")}
+                    )
                     continue
                 row = run_case(case, args, folder, vocab, tmp / f"case{i}")
             except Exception as e:  # one broken path must not hide the others
@@ -485,14 +638,24 @@ def main() -> None:
         if world2 and time.perf_counter() - start > args.time_limit:
             results.update({Case(**job["case"]).name: "skipped" for job in world2})
         elif world2:
-            for row in launch_world2(world2, args, timeout=max(60.0, args.time_limit + 60 - (time.perf_counter() - start))):
+            for row in launch_world2(
+                world2, args, timeout=max(60.0, args.time_limit + 60 - (time.perf_counter() - start))
+            ):
                 report(row)
-    summary = {"measure": "gpu_check_summary", "ok": all(r == "passed" for r in results.values()), **{k: [c for c, r in results.items() if r == k] for k in ("passed", "failed", "skipped")},
-               "seconds": round(time.perf_counter() - start, 1)}
+    summary = {
+        "measure": "gpu_check_summary",
+        "ok": all(r == "passed" for r in results.values()),
+        **{k: [c for c, r in results.items() if r == k] for k in ("passed", "failed", "skipped")},
+        "seconds": round(time.perf_counter() - start, 1),
+    }
     report(summary)
     if args.out:
         Path(args.out).write_text(json.dumps(lines, indent=1) + "\n")
-    print(f"gpu_check: {len(summary['passed'])}/{len(results)} passed" + "".join(f"; {k}: {', '.join(summary[k])}" for k in ("failed", "skipped") if summary[k]), file=sys.stderr)
+    print(
+        f"gpu_check: {len(summary['passed'])}/{len(results)} passed"
+        + "".join(f"; {k}: {', '.join(summary[k])}" for k in ("failed", "skipped") if summary[k]),
+        file=sys.stderr,
+    )
     sys.exit(0 if summary["ok"] else 1)
 
 

@@ -38,7 +38,11 @@ def write(out: Path, tag: str) -> None:
         "dapo": ("dapo", {}, {}),
         "dapo_mb4": ("dapo", {"minibatches": 4}, {}),
         "dapo_bonus": ("dapo", {"entropy_threshold": 5.0, "minibatches": 2}, {}),
-        "dapo_temp": ("dapo", {"entropy_threshold": 5.0, "entropy_action": "temperature", "kl_stages": "0:0.01,2:0.02"}, {}),
+        "dapo_temp": (
+            "dapo",
+            {"entropy_threshold": 5.0, "entropy_action": "temperature", "kl_stages": "0:0.01,2:0.02"},
+            {},
+        ),
         "gspo": ("gspo", {}, {}),
         "drgrpo": ("drgrpo", {}, {}),
         "rloo": ("rloo", {}, {}),
@@ -54,11 +58,19 @@ def write(out: Path, tag: str) -> None:
         "klcov": ("klcov", {"minibatches": 2}, {}),
         "cispo": ("cispo", {"minibatches": 2}, {}),
         "sapo": ("sapo", {"minibatches": 2}, {}),
-        "dapo_bf16_tis": ("dapo", {"minibatches": 2}, {"rollout_dtype": "bfloat16", "rollout_correction": "token_truncate"}),
+        "dapo_bf16_tis": (
+            "dapo",
+            {"minibatches": 2},
+            {"rollout_dtype": "bfloat16", "rollout_correction": "token_truncate"},
+        ),
         "reinforce_bf16_tis": ("reinforce", {}, {"rollout_dtype": "bfloat16", "rollout_correction": "token_truncate"}),
         "gspo_bf16_seqmask": ("gspo", {}, {"rollout_dtype": "bfloat16", "rollout_correction": "sequence_mask"}),
         "ppo_bf16_tokmask": ("ppo", {}, {"rollout_dtype": "bfloat16", "rollout_correction": "token_mask"}),
-        "cispo_bf16_tis": ("cispo", {"minibatches": 2}, {"rollout_dtype": "bfloat16", "rollout_correction": "token_truncate"}),
+        "cispo_bf16_tis": (
+            "cispo",
+            {"minibatches": 2},
+            {"rollout_dtype": "bfloat16", "rollout_correction": "token_truncate"},
+        ),
     }
     res = {}
     ONLY = os.environ.get("ONLY", "").split(",") if os.environ.get("ONLY") else None
@@ -66,12 +78,28 @@ def write(out: Path, tag: str) -> None:
         if ONLY and name not in ONLY:
             continue
         d = out / tag / name
-        cfg = TrainConfig(algo=algo, steps=3, prompts_per_step=8, group_size=4, eval_every=3, eval_prompts=16, eval_samples=2, save_every=0,
-                          out_dir=str(d), overwrite=True, progress=False, device="cpu", seed=1, **tkw)
+        cfg = TrainConfig(
+            algo=algo,
+            steps=3,
+            prompts_per_step=8,
+            group_size=4,
+            eval_every=3,
+            eval_prompts=16,
+            eval_samples=2,
+            save_every=0,
+            out_dir=str(d),
+            overwrite=True,
+            progress=False,
+            device="cpu",
+            seed=1,
+            **tkw,
+        )
         train(cfg, make_config(algo, **akw))
         rows = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
         rows = [{k: v for k, v in r.items() if "seconds" not in k and "per_second" not in k} for r in rows]
-        shas = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((d / "checkpoint").glob("*.safetensors"))}
+        shas = {
+            p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((d / "checkpoint").glob("*.safetensors"))
+        }
         samples = hashlib.sha256((d / "samples.jsonl").read_bytes()).hexdigest()
         res[name] = {"rows": rows, "sha": shas, "samples": samples}
         print(name, "ok", rows[-1].get("eval_accuracy"), list(shas.values())[0][:12] if shas else None, flush=True)
@@ -86,13 +114,23 @@ def exports(out: Path) -> dict:
     from rlalgos.config import ALGORITHMS, TrainConfig, make_config
     from rlalgos.tools import export as ex
 
-    res = {"export_table": {"rows": [], "sha": {"table": hashlib.sha256(ex.mapping_table().encode()).hexdigest()}, "samples": ""}}
+    res = {
+        "export_table": {
+            "rows": [],
+            "sha": {"table": hashlib.sha256(ex.mapping_table().encode()).hexdigest()},
+            "samples": "",
+        }
+    }
     for name in ALGORITHMS:
         for to in ex.ENGINES:
             d = out / f"{name}_{to}"
             try:
                 ex.export(TrainConfig(algo=name, steps=60), make_config(name), to, d, overwrite=True)
-                shas = {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*")) if p.is_file()}
+                shas = {
+                    str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
+                    for p in sorted(d.rglob("*"))
+                    if p.is_file()
+                }
             except ValueError as e:
                 shas = {"error": str(e)}
             res[f"export_{name}_{to}"] = {"rows": [], "sha": shas, "samples": ""}
@@ -116,8 +154,18 @@ def compare(before: str, after: str) -> bool:
                     if x.get(kk) != y.get(kk):
                         diffs.append((i, kk, x.get(kk), y.get(kk)))
         sha_diff = sorted(f for f in set(a[k]["sha"]) | set(b[k]["sha"]) if a[k]["sha"].get(f) != b[k]["sha"].get(f))
-        print(k, "rows", "SAME" if same_rows else f"DIFF {diffs[:4]}", "sha", f"DIFF {sha_diff}" if sha_diff else "SAME", "samples", "SAME" if a[k]["samples"] == b[k]["samples"] else "DIFF")
-        same = same and a[k]["rows"] == b[k]["rows"] and a[k]["sha"] == b[k]["sha"] and a[k]["samples"] == b[k]["samples"]
+        print(
+            k,
+            "rows",
+            "SAME" if same_rows else f"DIFF {diffs[:4]}",
+            "sha",
+            f"DIFF {sha_diff}" if sha_diff else "SAME",
+            "samples",
+            "SAME" if a[k]["samples"] == b[k]["samples"] else "DIFF",
+        )
+        same = (
+            same and a[k]["rows"] == b[k]["rows"] and a[k]["sha"] == b[k]["sha"] and a[k]["samples"] == b[k]["samples"]
+        )
     return same and set(a) == set(b)
 
 

@@ -44,30 +44,71 @@ def main() -> None:
         dfs = {}
         for way, rows in (("exact", 0), ("sampled", args.rows)):
             with tempfile.TemporaryDirectory() as d:
-                cfg = TrainConfig(algo=args.algo, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=0, eval_prompts=1,
-                                  eval_samples=1, save_every=0, kl_sample_rows=rows, seed=seed, out_dir=d, progress=False)
+                cfg = TrainConfig(
+                    algo=args.algo,
+                    steps=args.steps,
+                    prompts_per_step=args.prompts,
+                    group_size=args.group_size,
+                    eval_every=0,
+                    eval_prompts=1,
+                    eval_samples=1,
+                    save_every=0,
+                    kl_sample_rows=rows,
+                    seed=seed,
+                    out_dir=d,
+                    progress=False,
+                )
                 df = train(cfg, algo)
             dfs[way] = df[df.step >= 2]  # step 1: the policy is the reference (KL 0), and the warm-up
             out[way]["step"] += dfs[way]["step_seconds"].tolist()
             out[way]["logprobs"] += dfs[way]["logprobs_seconds"].tolist()
         x, e = dfs["exact"], dfs["sampled"]
-        assert (x["reward_mean"].values == e["reward_mean"].values).all(), "the two runs differ: the subsample must not change the run"
-        d = (e["kl"].values - x["kl"].values)
+        assert (x["reward_mean"].values == e["reward_mean"].values).all(), (
+            "the two runs differ: the subsample must not change the run"
+        )
+        d = e["kl"].values - x["kl"].values
         err += list(abs(d))
         rel += list(abs(d) / x["kl"].values)
         se += e["kl_stderr"].tolist()
         cover += list(abs(d) <= 1.96 * e["kl_stderr"].values)
-        print(json.dumps({"measure": "kl_subsample_seed", "seed": seed, "exact_kl_last": round(float(x["kl"].iloc[-1]), 4), "estimate_kl_last": round(float(e["kl"].iloc[-1]), 4),
-                          "stderr_last": round(float(e["kl_stderr"].iloc[-1]), 4), "mean_rel_error": round(statistics.fmean(abs(d) / x["kl"].values), 3)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "measure": "kl_subsample_seed",
+                    "seed": seed,
+                    "exact_kl_last": round(float(x["kl"].iloc[-1]), 4),
+                    "estimate_kl_last": round(float(e["kl"].iloc[-1]), 4),
+                    "stderr_last": round(float(e["kl_stderr"].iloc[-1]), 4),
+                    "mean_rel_error": round(statistics.fmean(abs(d) / x["kl"].values), 3),
+                }
+            ),
+            flush=True,
+        )
     med = {w: {k: statistics.median(v) for k, v in o.items()} for w, o in out.items()}
-    print(json.dumps({
-        "measure": "kl_subsample", "algo": args.algo, "seeds": seeds, "steps": args.steps, "rows_per_step": args.prompts * args.group_size, "kl_sample_rows": args.rows,
-        "step_seconds_exact": round(med["exact"]["step"], 3), "step_seconds_sampled": round(med["sampled"]["step"], 3),
-        "step_ratio": round(med["sampled"]["step"] / med["exact"]["step"], 3),
-        "logprobs_seconds_exact": round(med["exact"]["logprobs"], 3), "logprobs_seconds_sampled": round(med["sampled"]["logprobs"], 3),
-        "mean_abs_error": round(statistics.fmean(err), 5), "mean_rel_error": round(statistics.fmean(rel), 3), "mean_stated_stderr": round(statistics.fmean(se), 5),
-        "coverage_1.96se": round(statistics.fmean(cover), 3), "steps_compared": len(err), **machine_info(),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "measure": "kl_subsample",
+                "algo": args.algo,
+                "seeds": seeds,
+                "steps": args.steps,
+                "rows_per_step": args.prompts * args.group_size,
+                "kl_sample_rows": args.rows,
+                "step_seconds_exact": round(med["exact"]["step"], 3),
+                "step_seconds_sampled": round(med["sampled"]["step"], 3),
+                "step_ratio": round(med["sampled"]["step"] / med["exact"]["step"], 3),
+                "logprobs_seconds_exact": round(med["exact"]["logprobs"], 3),
+                "logprobs_seconds_sampled": round(med["sampled"]["logprobs"], 3),
+                "mean_abs_error": round(statistics.fmean(err), 5),
+                "mean_rel_error": round(statistics.fmean(rel), 3),
+                "mean_stated_stderr": round(statistics.fmean(se), 5),
+                "coverage_1.96se": round(statistics.fmean(cover), 3),
+                "steps_compared": len(err),
+                **machine_info(),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

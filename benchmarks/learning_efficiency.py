@@ -59,15 +59,32 @@ def config_for(spec: str, seed: int, args) -> tuple[TrainConfig, object]:
     """The (TrainConfig, algorithm config) of one run. At the defaults, grpo:minibatches=4 and
     dapo:minibatches=4 are the registry's dapo-default-regime runs (tests/test_claims.py checks it)."""
     algo, options = parse_algo_spec(spec)
-    cfg = TrainConfig(algo=algo, task=args.task, max_new_tokens=args.max_new_tokens, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_every=args.eval_every,
-                      eval_prompts=args.eval_prompts, eval_samples=4, seed=seed, out_dir=str(run_dir_for(spec, seed, args)), overwrite=True, progress=not args.quiet)
+    cfg = TrainConfig(
+        algo=algo,
+        task=args.task,
+        max_new_tokens=args.max_new_tokens,
+        steps=args.steps,
+        prompts_per_step=args.prompts,
+        group_size=args.group_size,
+        eval_every=args.eval_every,
+        eval_prompts=args.eval_prompts,
+        eval_samples=4,
+        seed=seed,
+        out_dir=str(run_dir_for(spec, seed, args)),
+        overwrite=True,
+        progress=not args.quiet,
+    )
     return cfg, make_config(algo, **options)
 
 
 def curve(df: pd.DataFrame, group_size: int, prompts: int) -> pd.DataFrame:
     """Per evaluation: step, eval accuracy, training seconds and completions sampled so far."""
     steps = df[df["step"] >= 1].sort_values("step")
-    sampled = steps["ds_sampled_groups"] * group_size if "ds_sampled_groups" in steps else pd.Series(prompts * group_size, index=steps.index)
+    sampled = (
+        steps["ds_sampled_groups"] * group_size
+        if "ds_sampled_groups" in steps
+        else pd.Series(prompts * group_size, index=steps.index)
+    )
     sampled = sampled.fillna(prompts * group_size)
     acc = pd.DataFrame({"step": steps["step"], "seconds": steps["step_seconds"].cumsum(), "samples": sampled.cumsum()})
     ev = df.dropna(subset=["eval_accuracy"])[["step", "eval_accuracy"]]
@@ -91,13 +108,26 @@ def first_crossing(c: pd.DataFrame, target: float, col: str) -> float | None:
 def mean_curve(curves: list[pd.DataFrame]) -> pd.DataFrame:
     """Seed-averaged curve over the evaluation steps all seeds share."""
     steps = sorted(set.intersection(*(set(c["step"]) for c in curves)))
-    rows = [{"step": s, **{k: float(np.mean([c.loc[c["step"] == s, k].iloc[0] for c in curves])) for k in ("eval_accuracy", "seconds", "samples")}} for s in steps]
+    rows = [
+        {
+            "step": s,
+            **{
+                k: float(np.mean([c.loc[c["step"] == s, k].iloc[0] for c in curves]))
+                for k in ("eval_accuracy", "seconds", "samples")
+            },
+        }
+        for s in steps
+    ]
     return pd.DataFrame(rows)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--algos", default="reinforce,ppo,grpo,dapo", help="comma-separated; options after colons, e.g. dapo:minibatches=4")
+    p.add_argument(
+        "--algos",
+        default="reinforce,ppo,grpo,dapo",
+        help="comma-separated; options after colons, e.g. dapo:minibatches=4",
+    )
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--task", default="addition", help="task spec, e.g. addition:terms=2-6 (a difficulty regime)")
     p.add_argument("--max-new-tokens", type=int, default=0, help="generation budget; 0 = the task's")
@@ -125,9 +155,21 @@ def main() -> None:
             df = run_one(algo, seed, args)
             c = curve(df, args.group_size, args.prompts)
             curves.setdefault(algo, []).append(c)
-            print(json.dumps({"measure": "learning_run", "algo": algo, "seed": seed, "steps": args.steps,
-                              "eval_accuracy": [round(v, 4) for v in c["eval_accuracy"]], "eval_steps": c["step"].tolist(),
-                              "train_seconds": round(float(c["seconds"].iloc[-1]), 1), "samples": int(c["samples"].iloc[-1])}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "measure": "learning_run",
+                        "algo": algo,
+                        "seed": seed,
+                        "steps": args.steps,
+                        "eval_accuracy": [round(v, 4) for v in c["eval_accuracy"]],
+                        "eval_steps": c["step"].tolist(),
+                        "train_seconds": round(float(c["seconds"].iloc[-1]), 1),
+                        "samples": int(c["samples"].iloc[-1]),
+                    }
+                ),
+                flush=True,
+            )
 
     means = {a: mean_curve(cs) for a, cs in curves.items()}
     targets = {f"{float(t):.2f}": float(t) for t in args.thresholds.split(",") if t}
@@ -136,11 +178,18 @@ def main() -> None:
     grpo_steps = first_crossing(means["grpo"], targets["grpo_final"], "step") if "grpo" in means else None
     for algo, m in means.items():
         finals = [float(c["eval_accuracy"].iloc[-1]) for c in curves[algo]]
-        line = {"measure": "learning_efficiency", "algo": algo, "seeds": len(finals), "steps": args.steps,
-                "start_eval_accuracy": round(float(m["eval_accuracy"].iloc[0]), 4),
-                "final_eval_accuracy": round(statistics.fmean(finals), 4), "final_eval_accuracy_sd": round(statistics.stdev(finals), 4) if len(finals) > 1 else 0.0,
-                "best_eval_accuracy": round(float(m["eval_accuracy"].max()), 4),
-                "train_seconds": round(float(m["seconds"].iloc[-1]), 1), "seconds_per_step": round(float(m["seconds"].iloc[-1]) / args.steps, 3)}
+        line = {
+            "measure": "learning_efficiency",
+            "algo": algo,
+            "seeds": len(finals),
+            "steps": args.steps,
+            "start_eval_accuracy": round(float(m["eval_accuracy"].iloc[0]), 4),
+            "final_eval_accuracy": round(statistics.fmean(finals), 4),
+            "final_eval_accuracy_sd": round(statistics.stdev(finals), 4) if len(finals) > 1 else 0.0,
+            "best_eval_accuracy": round(float(m["eval_accuracy"].max()), 4),
+            "train_seconds": round(float(m["seconds"].iloc[-1]), 1),
+            "seconds_per_step": round(float(m["seconds"].iloc[-1]) / args.steps, 3),
+        }
         for name, t in targets.items():
             line[f"target_{name}"] = round(t, 4)
             for col, label in (("step", "steps"), ("seconds", "seconds"), ("samples", "samples")):
@@ -152,7 +201,11 @@ def main() -> None:
         print(json.dumps({**line, **info}), flush=True)
 
     groups = {a: [load_metrics(run_dir_for(a, s, args)) for s in seeds] for a in algos}
-    fig = plot_runs(groups, keys=["eval_accuracy", "eval_greedy_accuracy", "reward_mean", "entropy"], title="learning efficiency (mean over seeds)")
+    fig = plot_runs(
+        groups,
+        keys=["eval_accuracy", "eval_greedy_accuracy", "reward_mean", "entropy"],
+        title="learning efficiency (mean over seeds)",
+    )
     fig.savefig(Path(args.out_dir) / "learning_efficiency.png", dpi=110, bbox_inches="tight")
 
 

@@ -43,9 +43,19 @@ def run_case(algo: str, steps: int, prompts: int, seed: int, threads: int, out_d
     from rlalgos.train import load_metrics
 
     ev = load_metrics(run_dir).dropna(subset=["eval_accuracy"])  # with --eval-every: the gain at each evaluated step
-    return {"measure": "learning_test_run", "algo": algo, "steps": steps, "prompts": prompts, "seed": seed, "threads": threads,
-            "before": round(before, 4), "after": round(after, 4), "gain": round(after - before, 4), "train_seconds": round(seconds, 1),
-            "gain_at": {int(r.step): round(r.eval_accuracy - before, 4) for r in ev.itertuples() if r.step > 0}}
+    return {
+        "measure": "learning_test_run",
+        "algo": algo,
+        "steps": steps,
+        "prompts": prompts,
+        "seed": seed,
+        "threads": threads,
+        "before": round(before, 4),
+        "after": round(after, 4),
+        "gain": round(after - before, 4),
+        "train_seconds": round(seconds, 1),
+        "gain_at": {int(r.step): round(r.eval_accuracy - before, 4) for r in ev.itertuples() if r.step > 0},
+    }
 
 
 def main() -> None:
@@ -56,8 +66,15 @@ def main() -> None:
     p.add_argument("--seeds", default="0,1,2,3,4,5")
     p.add_argument("--jobs", type=int, default=2, help="worker processes, each with cores // jobs threads")
     p.add_argument("--prompts", type=int, default=0, help="prompts per step for every case (0 = each case's own)")
-    p.add_argument("--steps", default="", help="steps per case instead of the tests', e.g. grpo=20,ppo=6 (to size shorter cases)")
-    p.add_argument("--eval-every", type=int, default=0, help="evaluate in between too: each run's line then has its gain at every evaluated step")
+    p.add_argument(
+        "--steps", default="", help="steps per case instead of the tests', e.g. grpo=20,ppo=6 (to size shorter cases)"
+    )
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=0,
+        help="evaluate in between too: each run's line then has its gain at every evaluated step",
+    )
     p.add_argument("--out-dir", default="runs/bench/learning_spread")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s]
@@ -66,7 +83,11 @@ def main() -> None:
     threads = max(1, (os.cpu_count() or 2) // args.jobs)
     gains: dict[str, list[float]] = {}
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_case, algo, steps, args.prompts or prompts, seed, threads, args.out_dir, args.eval_every) for algo, steps, prompts, _ in cases for seed in seeds]
+        futures = [
+            pool.submit(run_case, algo, steps, args.prompts or prompts, seed, threads, args.out_dir, args.eval_every)
+            for algo, steps, prompts, _ in cases
+            for seed in seeds
+        ]
         for f in as_completed(futures):
             row = f.result()
             gains.setdefault(row["algo"], []).append(row["gain"])
@@ -77,9 +98,24 @@ def main() -> None:
             continue
         mean, sd = statistics.fmean(g), statistics.stdev(g)
         safe = mean - 3 * sd / math.sqrt(len(TEST_SEEDS))
-        print(json.dumps({"measure": "learning_test_spread", "algo": algo, "steps": steps, "prompts": args.prompts or prompts, "seeds": len(g), "gain_mean": round(mean, 4),
-                          "gain_sd": round(sd, 4), "gain_min": min(g), "test_seeds": len(TEST_SEEDS),
-                          "safe_threshold_for_mean": round(safe, 4), "test_threshold": threshold}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "measure": "learning_test_spread",
+                    "algo": algo,
+                    "steps": steps,
+                    "prompts": args.prompts or prompts,
+                    "seeds": len(g),
+                    "gain_mean": round(mean, 4),
+                    "gain_sd": round(sd, 4),
+                    "gain_min": min(g),
+                    "test_seeds": len(TEST_SEEDS),
+                    "safe_threshold_for_mean": round(safe, 4),
+                    "test_threshold": threshold,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -66,9 +66,16 @@ def qwen2_shaped(args):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=4 * args.hidden, num_hidden_layers=args.layers,
-                      num_attention_heads=max(1, args.hidden // 32), num_key_value_heads=max(1, args.hidden // 32),
-                      max_position_embeddings=args.prompt_len + args.length + 1, tie_word_embeddings=True)
+    cfg = Qwen2Config(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=4 * args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=max(1, args.hidden // 32),
+        num_key_value_heads=max(1, args.hidden // 32),
+        max_position_embeddings=args.prompt_len + args.length + 1,
+        tie_word_embeddings=True,
+    )
     return Qwen2ForCausalLM(cfg)
 
 
@@ -83,9 +90,25 @@ def run_pass(model, kind: str, rows: int, length: int, prompt_len: int, chunk: i
     prompt_mask, completion_mask = torch.ones_like(prompt_ids), torch.ones(rows, length, device=dev)
     if kind == "score":
         with torch.no_grad():
-            forward_logprobs(model.eval(), prompt_ids, prompt_mask, completion_ids, completion_mask, with_entropy=True, logits_chunk=chunk)
+            forward_logprobs(
+                model.eval(),
+                prompt_ids,
+                prompt_mask,
+                completion_ids,
+                completion_mask,
+                with_entropy=True,
+                logits_chunk=chunk,
+            )
     else:
-        out = forward_logprobs(model.train(), prompt_ids, prompt_mask, completion_ids, completion_mask, with_entropy=True, logits_chunk=chunk)
+        out = forward_logprobs(
+            model.train(),
+            prompt_ids,
+            prompt_mask,
+            completion_ids,
+            completion_mask,
+            with_entropy=True,
+            logits_chunk=chunk,
+        )
         (-out["logprobs"].mean()).backward()  # the parameters' .grad is part of the peak, as in an update
         model.zero_grad(set_to_none=True)
 
@@ -105,10 +128,21 @@ def measure(args) -> dict:
     run_pass(model, kind, rows, args.length, args.prompt_len, chunk)
     seconds = time.perf_counter() - t0
     tokens = rows * args.length
-    return {"measure": "memory", "pass": kind, "rows": rows, "length": args.length, "tokens": tokens, "logits_chunk": chunk,
-            "vocab": args.vocab, "hidden": args.hidden, "layers": args.layers, "peak_extra_mb": round(peak_mb() - before, 1),
-            "fp32_logits_mb": round(tokens * args.vocab * 4 / 2**20, 1),  # one full (N, T, V) fp32 copy, for scale
-            "seconds": round(seconds, 3), **machine_info()}
+    return {
+        "measure": "memory",
+        "pass": kind,
+        "rows": rows,
+        "length": args.length,
+        "tokens": tokens,
+        "logits_chunk": chunk,
+        "vocab": args.vocab,
+        "hidden": args.hidden,
+        "layers": args.layers,
+        "peak_extra_mb": round(peak_mb() - before, 1),
+        "fp32_logits_mb": round(tokens * args.vocab * 4 / 2**20, 1),  # one full (N, T, V) fp32 copy, for scale
+        "seconds": round(seconds, 3),
+        **machine_info(),
+    }
 
 
 def growth(rows: list[dict]) -> list[dict]:
@@ -118,8 +152,16 @@ def growth(rows: list[dict]) -> list[dict]:
         pts = sorted((r["tokens"], r["peak_extra_mb"]) for r in rows if (r["pass"], r["logits_chunk"]) == key)
         if len(pts) > 1 and pts[-1][0] > pts[0][0]:
             slope = (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0]) * 1000
-            out.append({"measure": "memory_growth", "pass": key[0], "logits_chunk": key[1], "tokens": [t for t, _ in pts],
-                        "peak_extra_mb": [m for _, m in pts], "mb_per_1k_tokens": round(slope, 1)})
+            out.append(
+                {
+                    "measure": "memory_growth",
+                    "pass": key[0],
+                    "logits_chunk": key[1],
+                    "tokens": [t for t, _ in pts],
+                    "peak_extra_mb": [m for _, m in pts],
+                    "mb_per_1k_tokens": round(slope, 1),
+                }
+            )
     return out
 
 
@@ -130,7 +172,11 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--length", type=int, default=256, help="completion tokens per answer (T)")
     p.add_argument("--prompt-len", type=int, default=32, help="prompt tokens per answer")
-    p.add_argument("--unchunked-rows", default="2,4,8", help="answers per pass (N) measured with logits_chunk 0 (each ~0.15 GB x N of fp32 logits at T=256)")
+    p.add_argument(
+        "--unchunked-rows",
+        default="2,4,8",
+        help="answers per pass (N) measured with logits_chunk 0 (each ~0.15 GB x N of fp32 logits at T=256)",
+    )
     p.add_argument("--chunked-rows", default="8,16,64", help="answers per pass (N) measured with each chunk size")
     p.add_argument("--chunks", default="256,1024", help="logits_chunk values (tokens) to measure")
     p.add_argument("--passes", default="score,update", help="score (no grad), update (forward + backward), or both")
@@ -141,7 +187,9 @@ def main() -> None:
         print(json.dumps(measure(args)), flush=True)
         return
     ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
-    grid = [(0, n) for n in ints(args.unchunked_rows)] + [(c, n) for c in ints(args.chunks) for n in ints(args.chunked_rows)]
+    grid = [(0, n) for n in ints(args.unchunked_rows)] + [
+        (c, n) for c in ints(args.chunks) for n in ints(args.chunked_rows)
+    ]
     # glibc keeps freed blocks under its (moving) mmap threshold in the heap, where the resident size
     # still counts them; a fixed 64 KiB threshold gives every tensor its own mapping, unmapped when freed
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}

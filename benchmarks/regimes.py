@@ -49,9 +49,21 @@ from rlalgos.workbook.claims import REGIMES  # the regimes live in the registry,
 
 def config_for(regime: dict, spec: str, seed: int, out_dir: Path, args) -> TrainConfig:
     algo, _ = parse_algo_spec(spec)
-    return TrainConfig(algo=algo, task=regime["task"], max_new_tokens=regime["max_new_tokens"], steps=args.steps or regime["steps"], prompts_per_step=args.prompts,
-                       group_size=args.group_size, eval_every=args.eval_every, eval_prompts=args.eval_prompts or regime["eval_prompts"], eval_samples=4, seed=seed,
-                       out_dir=str(out_dir / f"{spec.replace(':', '-')}_s{seed}"), overwrite=True, progress=False)
+    return TrainConfig(
+        algo=algo,
+        task=regime["task"],
+        max_new_tokens=regime["max_new_tokens"],
+        steps=args.steps or regime["steps"],
+        prompts_per_step=args.prompts,
+        group_size=args.group_size,
+        eval_every=args.eval_every,
+        eval_prompts=args.eval_prompts or regime["eval_prompts"],
+        eval_samples=4,
+        seed=seed,
+        out_dir=str(out_dir / f"{spec.replace(':', '-')}_s{seed}"),
+        overwrite=True,
+        progress=False,
+    )
 
 
 def finished(cfg: TrainConfig) -> bool:
@@ -60,40 +72,105 @@ def finished(cfg: TrainConfig) -> bool:
     if not (path / "metrics.jsonl").exists() or not (path / "config.json").exists():
         return False
     done, _ = load_run_config(path)
-    same = all(getattr(done, k) == getattr(cfg, k) for k in ("task", "max_new_tokens", "steps", "prompts_per_step", "group_size", "eval_every", "eval_prompts", "seed"))
+    same = all(
+        getattr(done, k) == getattr(cfg, k)
+        for k in (
+            "task",
+            "max_new_tokens",
+            "steps",
+            "prompts_per_step",
+            "group_size",
+            "eval_every",
+            "eval_prompts",
+            "seed",
+        )
+    )
     return same and load_metrics(path)["step"].max() == cfg.steps
 
 
 def run_regime(name: str, regime: dict, seeds: list[int], args) -> None:
     out_dir = Path(args.out_dir) / name
-    todo = [(cfg, algo_config(spec)) for seed in seeds for spec in regime["arms"].values()
-            for cfg in [config_for(regime, spec, seed, out_dir, args)] if not finished(cfg)]
+    todo = [
+        (cfg, algo_config(spec))
+        for seed in seeds
+        for spec in regime["arms"].values()
+        for cfg in [config_for(regime, spec, seed, out_dir, args)]
+        if not finished(cfg)
+    ]
     for r in run_many(todo, jobs=args.jobs, progress=not args.quiet):
         if isinstance(r, Exception):
             raise r
-    groups = {arm: [load_metrics(config_for(regime, spec, s, out_dir, args).out_dir) for s in seeds] for arm, spec in regime["arms"].items()}
-    info = {"regime": name, "task": regime["task"], "max_new_tokens": regime["max_new_tokens"], "steps": args.steps or regime["steps"], "seeds": len(seeds)}
+    groups = {
+        arm: [load_metrics(config_for(regime, spec, s, out_dir, args).out_dir) for s in seeds]
+        for arm, spec in regime["arms"].items()
+    }
+    info = {
+        "regime": name,
+        "task": regime["task"],
+        "max_new_tokens": regime["max_new_tokens"],
+        "steps": args.steps or regime["steps"],
+        "seeds": len(seeds),
+    }
     keys = ["eval_accuracy", "eval_pass@4", "eval_greedy_accuracy"] + regime["extra"]
     table = effect_table(groups, "grpo", keys)
     for (arm, metric), row in table.iterrows():
-        print(json.dumps({"measure": "regime_effect", **info, "arm": arm, "spec": regime["arms"][arm], "metric": metric,
-                          **{k: (round(float(row[k]), 4) if isinstance(row[k], (float, np.floating)) else row[k]) for k in row.index}}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "measure": "regime_effect",
+                    **info,
+                    "arm": arm,
+                    "spec": regime["arms"][arm],
+                    "metric": metric,
+                    **{
+                        k: (round(float(row[k]), 4) if isinstance(row[k], (float, np.floating)) else row[k])
+                        for k in row.index
+                    },
+                }
+            ),
+            flush=True,
+        )
     curves = {arm: mean_curve([curve(df, args.group_size, args.prompts) for df in dfs]) for arm, dfs in groups.items()}
-    start, vanilla_final = float(curves["grpo"]["eval_accuracy"].iloc[0]), float(curves["grpo"]["eval_accuracy"].iloc[-1])
+    start, vanilla_final = (
+        float(curves["grpo"]["eval_accuracy"].iloc[0]),
+        float(curves["grpo"]["eval_accuracy"].iloc[-1]),
+    )
     target = start + 0.5 * (vanilla_final - start)
     base = {col: first_crossing(curves["grpo"], target, col) for col in ("step", "samples")}
     for arm, c in curves.items():
         reach = {col: first_crossing(c, target, col) for col in ("step", "samples")}
         finals = [float(df["eval_accuracy"].dropna().iloc[-1]) for df in groups[arm]]
-        print(json.dumps({"measure": "regime_arm", **info, "arm": arm, "spec": regime["arms"][arm], "start_eval_accuracy": round(start, 4),
-                          "final_eval_accuracy": round(float(np.mean(finals)), 4), "final_per_seed": [round(f, 4) for f in finals],
-                          "target": round(target, 4), "steps_to_target": None if reach["step"] is None else round(reach["step"], 1),
-                          "samples_to_target": None if reach["samples"] is None else round(reach["samples"]),
-                          "steps_ratio_vs_grpo": None if not (reach["step"] and base["step"]) else round(reach["step"] / base["step"], 2),
-                          "samples_ratio_vs_grpo": None if not (reach["samples"] and base["samples"]) else round(reach["samples"] / base["samples"], 2),
-                          "seconds_per_step": round(float(np.mean([df["step_seconds"].mean() for df in groups[arm]])), 3), **machine_info()}), flush=True)
-    fig = plot_runs(groups, keys=["eval_accuracy", "eval_pass@4"] + regime["extra"], smooth=5,
-                    title=f"{name}: {regime['task']}, {info['steps']} steps, {len(seeds)} seeds (band: lowest to highest seed)")
+        print(
+            json.dumps(
+                {
+                    "measure": "regime_arm",
+                    **info,
+                    "arm": arm,
+                    "spec": regime["arms"][arm],
+                    "start_eval_accuracy": round(start, 4),
+                    "final_eval_accuracy": round(float(np.mean(finals)), 4),
+                    "final_per_seed": [round(f, 4) for f in finals],
+                    "target": round(target, 4),
+                    "steps_to_target": None if reach["step"] is None else round(reach["step"], 1),
+                    "samples_to_target": None if reach["samples"] is None else round(reach["samples"]),
+                    "steps_ratio_vs_grpo": None
+                    if not (reach["step"] and base["step"])
+                    else round(reach["step"] / base["step"], 2),
+                    "samples_ratio_vs_grpo": None
+                    if not (reach["samples"] and base["samples"])
+                    else round(reach["samples"] / base["samples"], 2),
+                    "seconds_per_step": round(float(np.mean([df["step_seconds"].mean() for df in groups[arm]])), 3),
+                    **machine_info(),
+                }
+            ),
+            flush=True,
+        )
+    fig = plot_runs(
+        groups,
+        keys=["eval_accuracy", "eval_pass@4"] + regime["extra"],
+        smooth=5,
+        title=f"{name}: {regime['task']}, {info['steps']} steps, {len(seeds)} seeds (band: lowest to highest seed)",
+    )
     Path(args.fig_dir).mkdir(parents=True, exist_ok=True)
     fig.savefig(Path(args.fig_dir) / f"regime_{name}.png", dpi=90, bbox_inches="tight")
 
@@ -113,7 +190,9 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=16, help="prompts per step")
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--eval-every", type=int, default=10)
-    p.add_argument("--eval-prompts", type=int, default=0, help="override every regime's test prompts (0: the regime's own)")
+    p.add_argument(
+        "--eval-prompts", type=int, default=0, help="override every regime's test prompts (0: the regime's own)"
+    )
     p.add_argument("--out-dir", default="runs/bench/regimes")
     p.add_argument("--fig-dir", default="docs/figures")
     p.add_argument("--quiet", action="store_true")

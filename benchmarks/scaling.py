@@ -45,16 +45,27 @@ def full_length_rollout(policy, tok, rows: list[dict], G: int, T: int) -> tuple[
     Returns the rollout and the seconds its sampling took."""
     enc = tok([r["prompt"] for r in rows], return_tensors="pt", padding=True).to(policy.device)
     t0 = time.perf_counter()
-    completion = sample_completions(policy, enc["input_ids"], enc["attention_mask"], T, eos_token_id=-1, pad_token_id=tok.pad_token_id, n=G)
+    completion = sample_completions(
+        policy, enc["input_ids"], enc["attention_mask"], T, eos_token_id=-1, pad_token_id=tok.pad_token_id, n=G
+    )
     seconds = time.perf_counter() - t0
     N, dev = completion.shape[0], completion.device
     rewards = torch.randint(0, 2, (N,), device=dev).float()
     ro = Rollout(
-        prompts=[r["prompt"] for r in rows for _ in range(G)], completions=[""] * N, rows=[r for r in rows for _ in range(G)],
-        prompt_ids=enc["input_ids"].repeat_interleave(G, 0), prompt_mask=enc["attention_mask"].repeat_interleave(G, 0),
-        completion_ids=completion, completion_mask=torch.ones(completion.shape, device=dev), truncated=torch.ones(N, dtype=torch.bool, device=dev),
-        old_logprobs=None, ref_logprobs=None, rewards=rewards, reward_parts={"correct": rewards},
-        group_size=G, pad_token_id=tok.pad_token_id,
+        prompts=[r["prompt"] for r in rows for _ in range(G)],
+        completions=[""] * N,
+        rows=[r for r in rows for _ in range(G)],
+        prompt_ids=enc["input_ids"].repeat_interleave(G, 0),
+        prompt_mask=enc["attention_mask"].repeat_interleave(G, 0),
+        completion_ids=completion,
+        completion_mask=torch.ones(completion.shape, device=dev),
+        truncated=torch.ones(N, dtype=torch.bool, device=dev),
+        old_logprobs=None,
+        ref_logprobs=None,
+        rewards=rewards,
+        reward_parts={"correct": rewards},
+        group_size=G,
+        pad_token_id=tok.pad_token_id,
     )
     return ro, seconds
 
@@ -96,8 +107,15 @@ def main() -> None:
         key = tuple(point.values())
         if key not in done:
             w = point["width"]
-            policy = shipped if w == 128 else tiny_model(tok, seed=0, hidden=w, intermediate=3 * w).to(shipped.device, shipped.dtype)
-            done[key] = {"parameters": count_parameters(policy), **measure(policy, tok, rows, point["group_size"], point["length"], args.repeats, args.prompts)}
+            policy = (
+                shipped
+                if w == 128
+                else tiny_model(tok, seed=0, hidden=w, intermediate=3 * w).to(shipped.device, shipped.dtype)
+            )
+            done[key] = {
+                "parameters": count_parameters(policy),
+                **measure(policy, tok, rows, point["group_size"], point["length"], args.repeats, args.prompts),
+            }
         return done[key]
 
     baseline = point_result(BASE)["step_seconds"]
@@ -107,7 +125,14 @@ def main() -> None:
         for value in SWEEPS[sweep]:
             point = {**BASE, sweep: value}
             res = point_result(point)
-            line = {"measure": "scaling", "sweep": sweep, **point, "prompts": args.prompts, **res, "x_baseline": round(res["step_seconds"] / baseline, 2)}
+            line = {
+                "measure": "scaling",
+                "sweep": sweep,
+                **point,
+                "prompts": args.prompts,
+                **res,
+                "x_baseline": round(res["step_seconds"] / baseline, 2),
+            }
             print(json.dumps({**line, **machine_info()}), flush=True)
 
 

@@ -35,14 +35,74 @@ from rlalgos.algorithms.base import Algorithm
 from rlalgos.train import TrainConfig, train
 
 CATEGORIES = {
-    "matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::linear", "aten::matmul", "aten::_mkldnn"),
+    "matmul": (
+        "aten::mm",
+        "aten::bmm",
+        "aten::addmm",
+        "aten::baddbmm",
+        "aten::linear",
+        "aten::matmul",
+        "aten::_mkldnn",
+    ),
     "attention": ("scaled_dot_product", "flash_attention", "aten::_efficient_attention", "aten::softmax_backward"),
-    "sampling": ("aten::multinomial", "aten::exponential_", "aten::softmax", "aten::_softmax", "aten::argmax", "aten::isin"),
-    "data_movement": ("aten::cat", "aten::copy_", "aten::index", "aten::index_select", "aten::index_put", "aten::_to_copy", "aten::clone", "aten::contiguous",
-                      "aten::repeat_interleave", "aten::gather", "aten::scatter", "aten::masked_fill", "aten::where", "aten::_index_put_impl_", "aten::fill_", "aten::zero_"),
-    "elementwise": ("aten::mul", "aten::add", "aten::sub", "aten::div", "aten::neg", "aten::pow", "aten::rsqrt", "aten::silu", "aten::mean", "aten::sum", "aten::exp",
-                    "aten::log", "aten::cos", "aten::sin", "aten::clamp", "aten::max", "aten::min", "aten::sqrt", "aten::logsumexp", "aten::threshold", "aten::norm",
-                    "aten::_foreach", "aten::lerp", "aten::addcmul", "aten::addcdiv", "aten::maximum", "aten::minimum", "aten::abs", "aten::tanh", "aten::sigmoid"),
+    "sampling": (
+        "aten::multinomial",
+        "aten::exponential_",
+        "aten::softmax",
+        "aten::_softmax",
+        "aten::argmax",
+        "aten::isin",
+    ),
+    "data_movement": (
+        "aten::cat",
+        "aten::copy_",
+        "aten::index",
+        "aten::index_select",
+        "aten::index_put",
+        "aten::_to_copy",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::repeat_interleave",
+        "aten::gather",
+        "aten::scatter",
+        "aten::masked_fill",
+        "aten::where",
+        "aten::_index_put_impl_",
+        "aten::fill_",
+        "aten::zero_",
+    ),
+    "elementwise": (
+        "aten::mul",
+        "aten::add",
+        "aten::sub",
+        "aten::div",
+        "aten::neg",
+        "aten::pow",
+        "aten::rsqrt",
+        "aten::silu",
+        "aten::mean",
+        "aten::sum",
+        "aten::exp",
+        "aten::log",
+        "aten::cos",
+        "aten::sin",
+        "aten::clamp",
+        "aten::max",
+        "aten::min",
+        "aten::sqrt",
+        "aten::logsumexp",
+        "aten::threshold",
+        "aten::norm",
+        "aten::_foreach",
+        "aten::lerp",
+        "aten::addcmul",
+        "aten::addcdiv",
+        "aten::maximum",
+        "aten::minimum",
+        "aten::abs",
+        "aten::tanh",
+        "aten::sigmoid",
+    ),
 }
 
 
@@ -96,14 +156,35 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=48)
     args = p.parse_args()
     phases = {"generate": PhaseProfiler(), "update": PhaseProfiler()}
-    with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as patches:  # every patch is undone after (tests run this in their process)
+    with (
+        tempfile.TemporaryDirectory() as d,
+        contextlib.ExitStack() as patches,
+    ):  # every patch is undone after (tests run this in their process)
         patches.enter_context(without_evaluation())  # training steps only
         patches.enter_context(mock.patch.object(rollout_mod, "generate", phases["generate"].wrap(rollout_mod.generate)))
         patches.enter_context(mock.patch.object(Algorithm, "update", phases["update"].wrap(Algorithm.update)))
-        cfg = TrainConfig(algo="grpo", steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
-                          eval_every=0, eval_prompts=1, eval_samples=1, save_every=0, log_kl=False, device="cpu", out_dir=d, progress=False)
+        cfg = TrainConfig(
+            algo="grpo",
+            steps=args.steps + 1,
+            prompts_per_step=args.prompts,
+            group_size=args.group_size,
+            max_new_tokens=args.max_new_tokens,
+            eval_every=0,
+            eval_prompts=1,
+            eval_samples=1,
+            save_every=0,
+            log_kl=False,
+            device="cpu",
+            out_dir=d,
+            progress=False,
+        )
         train(cfg, make_config("grpo", kl_coef=0.0, loss_agg="token-mean"))
-    info = {"prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, **machine_info()}
+    info = {
+        "prompts": args.prompts,
+        "group_size": args.group_size,
+        "max_new_tokens": args.max_new_tokens,
+        **machine_info(),
+    }
     for name, ph in phases.items():
         print(json.dumps({"measure": "step_profile", "phase": name, **ph.summary(), **info}), flush=True)
 

@@ -38,14 +38,35 @@ def measure(args) -> dict:
 
     algo_cfg = make_config(args.algo, **({"length_buckets": args.length_buckets} if args.length_buckets else {}))
     with tempfile.TemporaryDirectory() as d, ModelTimer() as mt, without_evaluation():
-        cfg = TrainConfig(algo=args.algo, model=args.model, steps=args.steps + 1, prompts_per_step=args.prompts, group_size=args.group_size,
-                          max_new_tokens=args.max_new_tokens, sampler=args.sampler, log_kl=not args.no_log_kl, device=args.device, logits_chunk=args.logits_chunk,
-                          eval_every=0, out_dir=d, progress=False)
+        cfg = TrainConfig(
+            algo=args.algo,
+            model=args.model,
+            steps=args.steps + 1,
+            prompts_per_step=args.prompts,
+            group_size=args.group_size,
+            max_new_tokens=args.max_new_tokens,
+            sampler=args.sampler,
+            log_kl=not args.no_log_kl,
+            device=args.device,
+            logits_chunk=args.logits_chunk,
+            eval_every=0,
+            out_dir=d,
+            progress=False,
+        )
         df = train_mod.train(cfg, algo_cfg)
     steps = df[df["step"] >= 2]  # drop the (empty) eval row and the warm-up step
-    row = {"measure": "step", "algo": args.algo, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens,
-           "sampler": args.sampler, "length_buckets": algo_cfg.length_buckets, "log_kl": not args.no_log_kl, "logits_chunk": args.logits_chunk,
-           "step_seconds": round(steps["step_seconds"].median(), 3)}
+    row = {
+        "measure": "step",
+        "algo": args.algo,
+        "prompts": args.prompts,
+        "group_size": args.group_size,
+        "max_new_tokens": args.max_new_tokens,
+        "sampler": args.sampler,
+        "length_buckets": algo_cfg.length_buckets,
+        "log_kl": not args.no_log_kl,
+        "logits_chunk": args.logits_chunk,
+        "step_seconds": round(steps["step_seconds"].median(), 3),
+    }
     for s in STAGES:
         row[f"{s}_seconds"] = round(steps[f"{s}_seconds"].median(), 3)
     row["other_seconds"] = round(row["step_seconds"] - sum(row[f"{s}_seconds"] for s in STAGES), 3)
@@ -69,10 +90,25 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=32, help="prompts per step")
     p.add_argument("--group-size", type=int, default=8, help="completions per prompt (G)")
     p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--sampler", default="compact", choices=["compact", "hf"], help="rlalgos' compact sampler or transformers' generate")
-    p.add_argument("--length-buckets", type=int, default=0, help="forward/backward passes per minibatch (0 = the algorithm's default)")
+    p.add_argument(
+        "--sampler",
+        default="compact",
+        choices=["compact", "hf"],
+        help="rlalgos' compact sampler or transformers' generate",
+    )
+    p.add_argument(
+        "--length-buckets",
+        type=int,
+        default=0,
+        help="forward/backward passes per minibatch (0 = the algorithm's default)",
+    )
     p.add_argument("--no-log-kl", action="store_true", help="skip the reference pass that only logs KL")
-    p.add_argument("--logits-chunk", type=int, default=TrainConfig.logits_chunk, help="tokens per LM-head chunk (-1 = auto, 0 = unchunked)")
+    p.add_argument(
+        "--logits-chunk",
+        type=int,
+        default=TrainConfig.logits_chunk,
+        help="tokens per LM-head chunk (-1 = auto, 0 = unchunked)",
+    )
     p.add_argument("--model", default="", help="policy folder or hub name (default: the shipped base model)")
     p.add_argument("--device", default="auto")
     p.add_argument("--algo", help=argparse.SUPPRESS)  # internal: measure one algorithm in this process

@@ -37,15 +37,37 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--eval-prompts", type=int, default=100)
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=1, help="measure both ways this many times, alternating; the speed-up is the ratio of the medians")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="measure both ways this many times, alternating; the speed-up is the ratio of the medians",
+    )
     p.add_argument("--out-dir", default="runs/bench/sweep")
     args = p.parse_args()
     algos = [a for a in args.algos.split(",") if a]
 
     def runs(way: str):
-        return [(TrainConfig(algo=a, steps=args.steps, prompts_per_step=args.prompts, group_size=args.group_size, eval_prompts=args.eval_prompts,
-                             eval_samples=4, eval_every=0, seed=s, overwrite=True, progress=False, out_dir=str(Path(args.out_dir) / way / f"{a}_s{s}")),
-                 make_config(a)) for a in algos for s in range(args.seeds)]
+        return [
+            (
+                TrainConfig(
+                    algo=a,
+                    steps=args.steps,
+                    prompts_per_step=args.prompts,
+                    group_size=args.group_size,
+                    eval_prompts=args.eval_prompts,
+                    eval_samples=4,
+                    eval_every=0,
+                    seed=s,
+                    overwrite=True,
+                    progress=False,
+                    out_dir=str(Path(args.out_dir) / way / f"{a}_s{s}"),
+                ),
+                make_config(a),
+            )
+            for a in algos
+            for s in range(args.seeds)
+        ]
 
     seconds = {"sequential": [], "parallel": []}
     for _ in range(args.repeats):
@@ -57,11 +79,27 @@ def main() -> None:
             if failed:
                 raise SystemExit(f"{len(failed)} runs failed: {failed[0]}")
     med = {way: statistics.median(v) for way, v in seconds.items()}
-    print(json.dumps({"measure": "sweep_speedup", "runs": len(algos) * args.seeds, "algos": algos, "seeds": args.seeds, "steps": args.steps,
-                      "sequential_seconds": round(med["sequential"], 2), "sequential_threads": torch.get_num_threads(),
-                      "parallel_seconds": round(med["parallel"], 2), "jobs": args.jobs, "threads_per_job": threads_per_job(args.jobs),
-                      "speedup": round(med["sequential"] / med["parallel"], 3), "repeats": args.repeats,
-                      "speedups": [round(a / b, 3) for a, b in zip(seconds["sequential"], seconds["parallel"])], **machine_info()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "measure": "sweep_speedup",
+                "runs": len(algos) * args.seeds,
+                "algos": algos,
+                "seeds": args.seeds,
+                "steps": args.steps,
+                "sequential_seconds": round(med["sequential"], 2),
+                "sequential_threads": torch.get_num_threads(),
+                "parallel_seconds": round(med["parallel"], 2),
+                "jobs": args.jobs,
+                "threads_per_job": threads_per_job(args.jobs),
+                "speedup": round(med["sequential"] / med["parallel"], 3),
+                "repeats": args.repeats,
+                "speedups": [round(a / b, 3) for a, b in zip(seconds["sequential"], seconds["parallel"])],
+                **machine_info(),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

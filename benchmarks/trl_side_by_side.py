@@ -56,8 +56,22 @@ def timed_generate(model) -> list[float]:
 
 def job(args, steps: int, seed: int, out_dir: str):
     """The run both systems do: rlalgos' ``grpo`` with kl_coef 0 and token-mean, fp32 on CPU."""
-    cfg = TrainConfig(algo="grpo", steps=steps, prompts_per_step=args.prompts, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
-                      eval_every=0, eval_prompts=1, eval_samples=1, save_every=0, log_kl=False, seed=seed, device="cpu", out_dir=out_dir, progress=False)
+    cfg = TrainConfig(
+        algo="grpo",
+        steps=steps,
+        prompts_per_step=args.prompts,
+        group_size=args.group_size,
+        max_new_tokens=args.max_new_tokens,
+        eval_every=0,
+        eval_prompts=1,
+        eval_samples=1,
+        save_every=0,
+        log_kl=False,
+        seed=seed,
+        device="cpu",
+        out_dir=out_dir,
+        progress=False,
+    )
     return cfg, make_config("grpo", kl_coef=0.0, loss_agg="token-mean")
 
 
@@ -70,12 +84,22 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
     policy, tok = load_policy(BASE_MODEL_DIR, "cpu")
     # the prompts rlalgos draws with this seed, in its order, so step k sees the same 16 prompts in both
     draw = PromptSampler(addition_task().train, seed)
-    data = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for _ in range(steps) for r in draw(args.prompts)])
+    data = Dataset.from_list(
+        [{"prompt": r["prompt"], "answer": r["answer"]} for _ in range(steps) for r in draw(args.prompts)]
+    )
     script, settings, _ = trl_settings(*job(args, steps, seed, out_dir))
     # the same prompts in the same order as rlalgos (drawn above), so no shuffling
     # gradient checkpointing explicitly off: TRL 1.16's GRPOConfig turns it on by default (it recomputes the
     # forward in the backward, which rlalgos never does), so leaving it on would time TRL doing more work
-    cfg = GRPOConfig(**{**settings, "output_dir": out_dir, "shuffle_dataset": False, "dataloader_num_workers": 0, "gradient_checkpointing": False})
+    cfg = GRPOConfig(
+        **{
+            **settings,
+            "output_dir": out_dir,
+            "shuffle_dataset": False,
+            "dataloader_num_workers": 0,
+            "gradient_checkpointing": False,
+        }
+    )
     times: list[float] = []
 
     class StepTimer(TrainerCallback):
@@ -85,8 +109,17 @@ def trl_trainer(args, out_dir: str, steps: int, seed: int):
         def on_step_end(self, *a, **k):
             times.append(time.perf_counter() - self.t0)
 
-    reward_funcs = [getattr(tasks, name) for name in script["reward_funcs"]]  # correctness, and format at weight 0 as in rlalgos
-    trainer = GRPOTrainer(model=policy, reward_funcs=reward_funcs, args=cfg, train_dataset=data, processing_class=tok, callbacks=[StepTimer()])
+    reward_funcs = [
+        getattr(tasks, name) for name in script["reward_funcs"]
+    ]  # correctness, and format at weight 0 as in rlalgos
+    trainer = GRPOTrainer(
+        model=policy,
+        reward_funcs=reward_funcs,
+        args=cfg,
+        train_dataset=data,
+        processing_class=tok,
+        callbacks=[StepTimer()],
+    )
     trainer.remove_callback(PrinterCallback)  # no log dict printed per step
     gen_times = timed_generate(trainer.model)
     return trainer, times, gen_times
@@ -109,7 +142,13 @@ def run_rlalgos(args, steps: int, seed: int = 0):
             df = train(cfg, algo, policy=policy, tokenizer=tok)
         df = df[df["step"] >= 1]  # drop the step-0 eval row
     # the two tiny evaluations (step 0 and the last step) are inside mt but not in the step times: a ~1% overcount
-    return policy, df["step_seconds"].tolist(), df["generate_seconds"].tolist(), df["reward_mean"].tolist(), mt.total / df["step_seconds"].sum()
+    return (
+        policy,
+        df["step_seconds"].tolist(),
+        df["generate_seconds"].tolist(),
+        df["reward_mean"].tolist(),
+        mt.total / df["step_seconds"].sum(),
+    )
 
 
 def main() -> None:
@@ -119,13 +158,24 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--learn-steps", type=int, default=0, help="also train each for this many steps and compare test accuracy (0 = skip)")
+    p.add_argument(
+        "--learn-steps",
+        type=int,
+        default=0,
+        help="also train each for this many steps and compare test accuracy (0 = skip)",
+    )
     p.add_argument("--eval-prompts", type=int, default=200)
     args = p.parse_args()
     import trl
 
-    info = {**machine_info(), "trl": trl.__version__, "prompts": args.prompts, "group_size": args.group_size, "max_new_tokens": args.max_new_tokens,
-            "trl_gradient_checkpointing": False}
+    info = {
+        **machine_info(),
+        "trl": trl.__version__,
+        "prompts": args.prompts,
+        "group_size": args.group_size,
+        "max_new_tokens": args.max_new_tokens,
+        "trl_gradient_checkpointing": False,
+    }
     per = {"trl": [], "rlalgos": []}
     gen = {"trl": [], "rlalgos": []}
     share = {"trl": [], "rlalgos": []}
@@ -135,19 +185,41 @@ def main() -> None:
             per[name] += times[1:]
             gen[name] += gen_times[1:]
             share[name].append(model_share)
-            print(json.dumps({"measure": "round", "round": r, "system": name, "step_seconds": [round(t, 3) for t in times[1:]],
-                              "generate_seconds": [round(t, 3) for t in gen_times[1:]], "model_share": round(model_share, 3)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "measure": "round",
+                        "round": r,
+                        "system": name,
+                        "step_seconds": [round(t, 3) for t in times[1:]],
+                        "generate_seconds": [round(t, 3) for t in gen_times[1:]],
+                        "model_share": round(model_share, 3),
+                    }
+                ),
+                flush=True,
+            )
     med = {k: statistics.median(v) for k, v in per.items()}
     gmed = {k: statistics.median(v) for k, v in gen.items()}
     # the same prompts at the same step in both, so step k of one is comparable to step k of the other
     paired = [a / b for a, b in zip(per["rlalgos"], per["trl"])]
-    print(json.dumps({
-        "measure": "trl_side_by_side", "ratio_step_seconds": round(med["rlalgos"] / med["trl"], 3), "ratio_paired_median": round(statistics.median(paired), 3),
-        "trl_step_seconds": round(med["trl"], 3), "rlalgos_step_seconds": round(med["rlalgos"], 3),
-        "trl_generate_seconds": round(gmed["trl"], 3), "rlalgos_generate_seconds": round(gmed["rlalgos"], 3),
-        "trl_model_share": round(statistics.fmean(share["trl"]), 3), "rlalgos_model_share": round(statistics.fmean(share["rlalgos"]), 3),
-        "steps_counted": len(per["trl"]), **info,
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "measure": "trl_side_by_side",
+                "ratio_step_seconds": round(med["rlalgos"] / med["trl"], 3),
+                "ratio_paired_median": round(statistics.median(paired), 3),
+                "trl_step_seconds": round(med["trl"], 3),
+                "rlalgos_step_seconds": round(med["rlalgos"], 3),
+                "trl_generate_seconds": round(gmed["trl"], 3),
+                "rlalgos_generate_seconds": round(gmed["rlalgos"], 3),
+                "trl_model_share": round(statistics.fmean(share["trl"]), 3),
+                "rlalgos_model_share": round(statistics.fmean(share["rlalgos"]), 3),
+                "steps_counted": len(per["trl"]),
+                **info,
+            }
+        ),
+        flush=True,
+    )
 
     if args.learn_steps:
         task = addition_task()
@@ -159,8 +231,14 @@ def main() -> None:
             model, times, _, rewards, _ = fn(args, args.learn_steps)
             acc = evaluate(model, tok, task, rows, n_samples=4, greedy=False)["eval_accuracy"]
             k = max(1, len(rewards) // 4)
-            out.update({f"{name}_eval_accuracy": round(acc, 4), f"{name}_train_reward_first": round(statistics.fmean(rewards[:k]), 4),
-                        f"{name}_train_reward_last": round(statistics.fmean(rewards[-k:]), 4), f"{name}_seconds": round(sum(times), 1)})
+            out.update(
+                {
+                    f"{name}_eval_accuracy": round(acc, 4),
+                    f"{name}_train_reward_first": round(statistics.fmean(rewards[:k]), 4),
+                    f"{name}_train_reward_last": round(statistics.fmean(rewards[-k:]), 4),
+                    f"{name}_seconds": round(sum(times), 1),
+                }
+            )
         print(json.dumps({**out, **info}), flush=True)
 
 

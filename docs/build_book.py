@@ -80,7 +80,7 @@ def settle(paths: list[Path]) -> int:
     total = 0
     for path in paths:
         nb = json.loads(Path(path).read_text(encoding="utf-8"))
-        if (n := settle_widget_text(nb)):
+        if n := settle_widget_text(nb):
             Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             print(f"{path}: {n} progress bar(s) set to their final state")
         total += n
@@ -103,8 +103,7 @@ def mathjax_dir() -> Path:
     try:
         import jupyter_server_mathjax
     except ImportError:
-        sys.exit("the book needs jupyter-server-mathjax (MathJax served from the book): "
-                 'pip install -e ".[docs]"')
+        sys.exit('the book needs jupyter-server-mathjax (MathJax served from the book): pip install -e ".[docs]"')
     return Path(jupyter_server_mathjax.__file__).parent / "static"
 
 
@@ -119,13 +118,17 @@ def stage(stage_dir: Path) -> Path:
     (stage_dir / "notebooks").mkdir()
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         stage_notebook(nb, stage_dir / "notebooks" / nb.name)
-    shutil.copytree(mathjax_dir(), stage_dir / "assets" / "mathjax",
-                    ignore=shutil.ignore_patterns("localization", "*.py", "__pycache__"))
+    shutil.copytree(
+        mathjax_dir(),
+        stage_dir / "assets" / "mathjax",
+        ignore=shutil.ignore_patterns("localization", "*.py", "__pycache__"),
+    )
     return stage_dir
 
 
-def build(site_dir: Path | str = ROOT / "build" / "book",
-          stage_dir: Path | str | None = None, strict: bool = True) -> Path:
+def build(
+    site_dir: Path | str = ROOT / "build" / "book", stage_dir: Path | str | None = None, strict: bool = True
+) -> Path:
     """Stage the sources and build the book into site_dir; returns site_dir."""
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # mkdocs-material's end-of-life banner
     from mkdocs.commands.build import build as mkdocs_build
@@ -149,14 +152,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--site-dir", default=str(ROOT / "build" / "book"), help="where the book goes")
     ap.add_argument("--stage-dir", default=None, help="where the sources are staged (default: SITE_DIR_src)")
     ap.add_argument("--no-strict", action="store_true", help="do not fail on mkdocs warnings")
-    ap.add_argument("--settle", nargs="+", metavar="NOTEBOOK", help="only set these notebooks' saved progress bars to their final state (make notebooks does), then stop")
+    ap.add_argument(
+        "--settle",
+        nargs="+",
+        metavar="NOTEBOOK",
+        help="only set these notebooks' saved progress bars to their final state (make notebooks does), then stop",
+    )
     args = ap.parse_args(argv)
     if args.settle:
         settle([Path(p) for p in args.settle])
         return
     site = build(args.site_dir, args.stage_dir, strict=not args.no_strict)
-    print(f"the book is in {site}: view it with  python -m http.server -d {site}  "
-          "and open http://localhost:8000")
+    print(f"the book is in {site}: view it with  python -m http.server -d {site}  and open http://localhost:8000")
 
 
 if __name__ == "__main__":

@@ -48,8 +48,13 @@ def main(argv=None) -> list[Path]:
         "failure_chain": diagrams.failure_chain(),
         "dataflow": diagrams.dataflow(),
         "family_tree": diagrams.family_tree(),
-        "token_view": diagrams.token_view(tokens, adv, mask, rewards,
-                                          title="One group, rewards 1, 0, 0: the long wrong answer under the two aggregations"),
+        "token_view": diagrams.token_view(
+            tokens,
+            adv,
+            mask,
+            rewards,
+            title="One group, rewards 1, 0, 0: the long wrong answer under the two aggregations",
+        ),
     }
     written = []
     for name, fig in figures.items():

@@ -24,6 +24,7 @@ import json
 import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Literal
 
 from .losses import LOSS_AGG_MODES, POLICY_LOSSES
 from .tasks import DATA_DIR
@@ -75,16 +76,22 @@ def parse_report_to(text: str, check_installed: bool = True) -> list[str]:
         return []
     if "all" in names or "none" in names:
         if len(names) > 1:
-            raise ValueError(f"report_to {text!r}: 'all' and 'none' stand alone; give one of them or a list such as tensorboard,wandb")
+            raise ValueError(
+                f"report_to {text!r}: 'all' and 'none' stand alone; give one of them or a list such as tensorboard,wandb"
+            )
         return [n for n in TRACKERS if installed(n)]
     unknown = [n for n in names if n not in TRACKERS]
     if unknown:
-        raise ValueError(f"unknown report_to {', '.join(unknown)}; use none, all or a comma-separated list of {', '.join(TRACKERS)}")
+        raise ValueError(
+            f"unknown report_to {', '.join(unknown)}; use none, all or a comma-separated list of {', '.join(TRACKERS)}"
+        )
     names = list(dict.fromkeys(names))
     if check_installed:
         for n in names:
             if not installed(n):
-                raise ValueError(f"--report-to {n} needs the {n} package, which is not installed: pip install rlalgos[{n}]")
+                raise ValueError(
+                    f"--report-to {n} needs the {n} package, which is not installed: pip install rlalgos[{n}]"
+                )
     return names
 
 
@@ -94,7 +101,11 @@ def field_docs(cls: type) -> dict[str, str]:
     documented, which the command line's help (tyro) and other commands' options read."""
     docs, body = {}, ast.parse(inspect.getsource(cls)).body[0].body
     for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(getattr(nxt, "value", None), ast.Constant)
+        ):
             docs[node.target.id] = " ".join(str(nxt.value.value).split())
     return docs
 
@@ -201,25 +212,59 @@ class TrainConfig:
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens", "kl_sample_rows"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-        _check(self.logits_chunk >= -1, f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}")
+        _check(
+            self.logits_chunk >= -1,
+            f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}",
+        )
         _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
         _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
         _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
         _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
-        _check(self.rollout_dtype in ROLLOUT_DTYPES, f"unknown rollout_dtype {self.rollout_dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}")
-        _check(self.rollout_correction in ROLLOUT_CORRECTIONS, f"unknown rollout_correction {self.rollout_correction!r}; use one of {', '.join(ROLLOUT_CORRECTIONS)}")
-        _check(self.rollout_sync_every >= 1, f"rollout_sync_every must be >= 1 (1 = sync the sampler before every step), got {self.rollout_sync_every}")
-        _check(self.rollout_correction_threshold >= 1, f"rollout_correction_threshold must be >= 1 (a bound on the ratio trainer / sampler; verl uses 2, TRL 3), got {self.rollout_correction_threshold}")
-        _check(self.rm_weight >= 0 and self.rule_weight >= 0, f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}")
-        _check(self.rule_weight > 0 or bool(self.reward_model), "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0")
+        _check(
+            self.rollout_dtype in ROLLOUT_DTYPES,
+            f"unknown rollout_dtype {self.rollout_dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}",
+        )
+        _check(
+            self.rollout_correction in ROLLOUT_CORRECTIONS,
+            f"unknown rollout_correction {self.rollout_correction!r}; use one of {', '.join(ROLLOUT_CORRECTIONS)}",
+        )
+        _check(
+            self.rollout_sync_every >= 1,
+            f"rollout_sync_every must be >= 1 (1 = sync the sampler before every step), got {self.rollout_sync_every}",
+        )
+        _check(
+            self.rollout_correction_threshold >= 1,
+            f"rollout_correction_threshold must be >= 1 (a bound on the ratio trainer / sampler; verl uses 2, TRL 3), got {self.rollout_correction_threshold}",
+        )
+        _check(
+            self.rm_weight >= 0 and self.rule_weight >= 0,
+            f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}",
+        )
+        _check(
+            self.rule_weight > 0 or bool(self.reward_model),
+            "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0",
+        )
         _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
-        _check(self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}")
-        _check(self.lora_rank >= 0 and self.lora_alpha >= 0, f"lora_rank and lora_alpha must be >= 0 (lora_rank 0 = off), got {self.lora_rank} and {self.lora_alpha}")
-        _check(0 <= self.lora_dropout < 1 and bool(self.lora_targets.strip(", ")), f"lora_dropout must be in [0, 1) and lora_targets not empty, got {self.lora_dropout} and {self.lora_targets!r}")
+        _check(
+            self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}"
+        )
+        _check(
+            self.lora_rank >= 0 and self.lora_alpha >= 0,
+            f"lora_rank and lora_alpha must be >= 0 (lora_rank 0 = off), got {self.lora_rank} and {self.lora_alpha}",
+        )
+        _check(
+            0 <= self.lora_dropout < 1 and bool(self.lora_targets.strip(", ")),
+            f"lora_dropout must be in [0, 1) and lora_targets not empty, got {self.lora_dropout} and {self.lora_targets!r}",
+        )
         if self.lora_rank:
-            _check(importlib.util.find_spec("peft") is not None, f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}")
-            _check(not issubclass(algorithm_config(self.algo).config, PPOConfig),
-                   f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)")
+            _check(
+                importlib.util.find_spec("peft") is not None,
+                f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}",
+            )
+            _check(
+                not issubclass(algorithm_config(self.algo).config, PPOConfig),
+                f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)",
+            )
         parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
 
     @property
@@ -268,11 +313,20 @@ class AlgoConfig:
         """Raise ``ValueError`` with one line saying what to change."""
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(self.weight_decay >= 0 and self.max_grad_norm > 0, "weight_decay must be >= 0 and max_grad_norm > 0")
-        _check(self.epochs >= 1 and self.minibatches >= 1, f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}")
-        _check(num_sequences % self.minibatches == 0, f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size")
+        _check(
+            self.epochs >= 1 and self.minibatches >= 1,
+            f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}",
+        )
+        _check(
+            num_sequences % self.minibatches == 0,
+            f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size",
+        )
         _check(self.micro_batch_size >= 0, "micro_batch_size must be >= 0 (0 = no limit)")
         _check(self.length_buckets >= 1, f"length_buckets must be >= 1, got {self.length_buckets}")
-        _check(self.loss_agg in LOSS_AGG_MODES, f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(LOSS_AGG_MODES)}")
+        _check(
+            self.loss_agg in LOSS_AGG_MODES,
+            f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(LOSS_AGG_MODES)}",
+        )
         _check(self.kl_coef >= 0, f"kl_coef must be >= 0, got {self.kl_coef}")
 
 
@@ -290,7 +344,10 @@ class ReinforceConfig(AlgoConfig):
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(self.baseline in BASELINES, f"unknown baseline {self.baseline!r}; use one of {', '.join(BASELINES)}")
-        _check(self.baseline != "leave_one_out" or group_size >= 2, "baseline 'leave_one_out' needs group_size >= 2; raise group_size or use baseline 'batch_mean'")
+        _check(
+            self.baseline != "leave_one_out" or group_size >= 2,
+            "baseline 'leave_one_out' needs group_size >= 2; raise group_size or use baseline 'batch_mean'",
+        )
         _check(self.kl_estimator in KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use k1, k2 or k3")
 
 
@@ -308,7 +365,10 @@ class EIConfig(ReinforceConfig):
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(self.keep in EI_KEEP, f"unknown keep {self.keep!r}; use one of {', '.join(EI_KEEP)}")
-        _check(self.baseline == "none", f"ei has no baseline (it trains on the kept answers alone), got baseline {self.baseline}; use rloo or reinforce for a baseline")
+        _check(
+            self.baseline == "none",
+            f"ei has no baseline (it trains on the kept answers alone), got baseline {self.baseline}; use rloo or reinforce for a baseline",
+        )
 
 
 @dataclass
@@ -340,8 +400,13 @@ class ClippedConfig(AlgoConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(0 < self.clip_low < 1 and self.clip_high > 0, f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}")
-        _check(self.loss_mode in LOSS_MODES, f"unknown loss_mode {self.loss_mode!r}; use one of {', '.join(LOSS_MODES)}")
+        _check(
+            0 < self.clip_low < 1 and self.clip_high > 0,
+            f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}",
+        )
+        _check(
+            self.loss_mode in LOSS_MODES, f"unknown loss_mode {self.loss_mode!r}; use one of {', '.join(LOSS_MODES)}"
+        )
         for loss in POLICY_LOSSES.values():  # each loss checks its own options, used or not
             loss.check(self)
 
@@ -372,7 +437,10 @@ class PPOConfig(ClippedConfig):
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
         _check(self.value_clip > 0, f"value_clip must be > 0, got {self.value_clip}")
-        _check(0 <= self.gamma <= 1 and 0 <= self.lam <= 1, f"gamma and lam must be in [0, 1], got {self.gamma} and {self.lam}")
+        _check(
+            0 <= self.gamma <= 1 and 0 <= self.lam <= 1,
+            f"gamma and lam must be in [0, 1], got {self.gamma} and {self.lam}",
+        )
         _check(self.critic_lr > 0 and self.vf_coef >= 0, "critic_lr must be > 0 and vf_coef >= 0")
 
 
@@ -393,9 +461,15 @@ class GRPOConfig(ClippedConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(group_size >= 2, f"group methods compare answers within a group, so group_size must be >= 2; got {group_size}")
+        _check(
+            group_size >= 2,
+            f"group methods compare answers within a group, so group_size must be >= 2; got {group_size}",
+        )
         _check(self.adv_scale in ("std", "none"), f"unknown adv_scale {self.adv_scale!r}; use std or none")
-        _check(self.kl_estimator in GRPO_KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}")
+        _check(
+            self.kl_estimator in GRPO_KL_ESTIMATORS,
+            f"unknown kl_estimator {self.kl_estimator!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}",
+        )
 
 
 @dataclass
@@ -435,11 +509,23 @@ class DAPOConfig(GRPOConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(self.dynamic_sampling in DYNAMIC_SAMPLING, f"unknown dynamic_sampling {self.dynamic_sampling!r}; use one of {', '.join(DYNAMIC_SAMPLING)}")
-        _check(self.max_resample_rounds >= 0 and 0 <= self.degenerate_weight <= 1, "max_resample_rounds must be >= 0 and degenerate_weight in [0, 1]")
+        _check(
+            self.dynamic_sampling in DYNAMIC_SAMPLING,
+            f"unknown dynamic_sampling {self.dynamic_sampling!r}; use one of {', '.join(DYNAMIC_SAMPLING)}",
+        )
+        _check(
+            self.max_resample_rounds >= 0 and 0 <= self.degenerate_weight <= 1,
+            "max_resample_rounds must be >= 0 and degenerate_weight in [0, 1]",
+        )
         _check(self.overlong_buffer >= 1, f"overlong_buffer must be >= 1, got {self.overlong_buffer}")
-        _check(self.entropy_action in ("bonus", "temperature"), f"unknown entropy_action {self.entropy_action!r}; use bonus or temperature")
-        _check(min(self.entropy_threshold, self.entropy_coef, self.temperature_step) >= 0, "entropy_threshold, entropy_coef and temperature_step must be >= 0")
+        _check(
+            self.entropy_action in ("bonus", "temperature"),
+            f"unknown entropy_action {self.entropy_action!r}; use bonus or temperature",
+        )
+        _check(
+            min(self.entropy_threshold, self.entropy_coef, self.temperature_step) >= 0,
+            "entropy_threshold, entropy_coef and temperature_step must be >= 0",
+        )
         parse_stages(self.kl_stages)
 
 
@@ -460,7 +546,10 @@ class GSPOConfig(GRPOConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(self.loss_mode == "clip", f"gspo clips one ratio per answer and has no loss_mode {self.loss_mode!r}; use loss_mode clip, or grpo --loss-mode {self.loss_mode} (token ratios)")
+        _check(
+            self.loss_mode == "clip",
+            f"gspo clips one ratio per answer and has no loss_mode {self.loss_mode!r}; use loss_mode clip, or grpo --loss-mode {self.loss_mode} (token ratios)",
+        )
 
 
 LARGE_MODEL = 50_000_000
@@ -474,8 +563,10 @@ def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
     if n_params <= LARGE_MODEL or algo_cfg.lr != default:
         return ""
     critic = " (and a lower --critic-lr)" if isinstance(algo_cfg, PPOConfig) else ""
-    return (f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
-            f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}")
+    return (
+        f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
+        f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}"
+    )
 
 
 def parse_stages(text: str) -> list[tuple[int, float]]:
@@ -503,19 +594,69 @@ class AlgorithmSpec:
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "reinforce": AlgorithmSpec(ReinforceConfig, {}, "REINFORCE: answer reward minus a baseline (leave-one-out by default) times grad log-prob, one on-policy step"),
-    "ppo": AlgorithmSpec(PPOConfig, {}, "PPO: a learned critic and GAE, the clipped ratio, KL per token in the reward, 2 epochs x 4 minibatches"),
-    "grpo": AlgorithmSpec(GRPOConfig, {}, "vanilla GRPO (DeepSeekMath): group-relative advantage instead of a critic, k3 KL in the loss"),
-    "dapo": AlgorithmSpec(DAPOConfig, {}, "improved GRPO (DAPO): dynamic sampling, clip-higher, token-level loss, overlong shaping, no KL, entropy monitor"),
-    "drgrpo": AlgorithmSpec(GRPOConfig, {"adv_scale": "none", "loss_agg": "seq-mean-token-sum-norm"}, "Dr. GRPO: GRPO without the std division, with a constant length normaliser (grpo --adv-scale none --loss-agg seq-mean-token-sum-norm)"),
-    "rloo": AlgorithmSpec(ReinforceConfig, {"baseline": "leave_one_out"}, "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)"),
-    "ei": AlgorithmSpec(EIConfig, {}, "expert iteration (STaR, RAFT): keep the right answers and maximise their log-likelihood; REINFORCE with a 0/1 reward, no baseline, no negatives"),
-    "dualclip": AlgorithmSpec(GRPOConfig, {"clip_c": 3.0}, "GRPO with dual-clip PPO (verl's clip_ratio_c = 3): a negative-advantage token's loss is bounded at -A*c however far its ratio rises"),
-    "gspo": AlgorithmSpec(GSPOConfig, {}, "GSPO (Qwen): GRPO with one length-normalised importance ratio per answer, clipped per answer (1 -/+ 3e-4/4e-4), no KL, 4 minibatches"),
-    "clipcov": AlgorithmSpec(GRPOConfig, {"loss_mode": "clip_cov"}, "GRPO with Clip-Cov (Cui et al. 2025; verl's clip_cov): the clipped loss, and 0.02% of tokens, drawn among those whose log-prob x advantage covariance is in (1, 5), get no gradient"),
-    "klcov": AlgorithmSpec(GRPOConfig, {"loss_mode": "kl_cov"}, "GRPO with KL-Cov (Cui et al. 2025; verl's kl_cov): no ratio clip; the 0.02% of tokens with the largest covariance get a 0.1 x |log ratio| penalty"),
-    "cispo": AlgorithmSpec(GRPOConfig, {"loss_mode": "cispo"}, "GRPO with CISPO (MiniMax-M1): -sg(clip(r, 0.8, 1.2)) * A * log pi per token: the weight is clipped, every token keeps its gradient"),
-    "sapo": AlgorithmSpec(GRPOConfig, {"loss_mode": "sapo"}, "GRPO with SAPO (Qwen): a smooth gate sigmoid(tau (r - 1)) * 4 / tau instead of the hard clip (tau 1.0 where A > 0, 1.05 where A < 0)"),
+    "reinforce": AlgorithmSpec(
+        ReinforceConfig,
+        {},
+        "REINFORCE: answer reward minus a baseline (leave-one-out by default) times grad log-prob, one on-policy step",
+    ),
+    "ppo": AlgorithmSpec(
+        PPOConfig,
+        {},
+        "PPO: a learned critic and GAE, the clipped ratio, KL per token in the reward, 2 epochs x 4 minibatches",
+    ),
+    "grpo": AlgorithmSpec(
+        GRPOConfig, {}, "vanilla GRPO (DeepSeekMath): group-relative advantage instead of a critic, k3 KL in the loss"
+    ),
+    "dapo": AlgorithmSpec(
+        DAPOConfig,
+        {},
+        "improved GRPO (DAPO): dynamic sampling, clip-higher, token-level loss, overlong shaping, no KL, entropy monitor",
+    ),
+    "drgrpo": AlgorithmSpec(
+        GRPOConfig,
+        {"adv_scale": "none", "loss_agg": "seq-mean-token-sum-norm"},
+        "Dr. GRPO: GRPO without the std division, with a constant length normaliser (grpo --adv-scale none --loss-agg seq-mean-token-sum-norm)",
+    ),
+    "rloo": AlgorithmSpec(
+        ReinforceConfig,
+        {"baseline": "leave_one_out"},
+        "RLOO: REINFORCE with the leave-one-out baseline (the same as reinforce's default)",
+    ),
+    "ei": AlgorithmSpec(
+        EIConfig,
+        {},
+        "expert iteration (STaR, RAFT): keep the right answers and maximise their log-likelihood; REINFORCE with a 0/1 reward, no baseline, no negatives",
+    ),
+    "dualclip": AlgorithmSpec(
+        GRPOConfig,
+        {"clip_c": 3.0},
+        "GRPO with dual-clip PPO (verl's clip_ratio_c = 3): a negative-advantage token's loss is bounded at -A*c however far its ratio rises",
+    ),
+    "gspo": AlgorithmSpec(
+        GSPOConfig,
+        {},
+        "GSPO (Qwen): GRPO with one length-normalised importance ratio per answer, clipped per answer (1 -/+ 3e-4/4e-4), no KL, 4 minibatches",
+    ),
+    "clipcov": AlgorithmSpec(
+        GRPOConfig,
+        {"loss_mode": "clip_cov"},
+        "GRPO with Clip-Cov (Cui et al. 2025; verl's clip_cov): the clipped loss, and 0.02% of tokens, drawn among those whose log-prob x advantage covariance is in (1, 5), get no gradient",
+    ),
+    "klcov": AlgorithmSpec(
+        GRPOConfig,
+        {"loss_mode": "kl_cov"},
+        "GRPO with KL-Cov (Cui et al. 2025; verl's kl_cov): no ratio clip; the 0.02% of tokens with the largest covariance get a 0.1 x |log ratio| penalty",
+    ),
+    "cispo": AlgorithmSpec(
+        GRPOConfig,
+        {"loss_mode": "cispo"},
+        "GRPO with CISPO (MiniMax-M1): -sg(clip(r, 0.8, 1.2)) * A * log pi per token: the weight is clipped, every token keeps its gradient",
+    ),
+    "sapo": AlgorithmSpec(
+        GRPOConfig,
+        {"loss_mode": "sapo"},
+        "GRPO with SAPO (Qwen): a smooth gate sigmoid(tau (r - 1)) * 4 / tau instead of the hard clip (tau 1.0 where A > 0, 1.05 where A < 0)",
+    ),
 }
 """name -> :class:`AlgorithmSpec`. The classes that run them are in ``rlalgos.algorithms``."""
 
@@ -531,7 +672,11 @@ def make_config(name: str, **overrides) -> AlgoConfig:
     known = {f.name for f in fields(spec.config)}
     bad = sorted(set(overrides) - known)
     near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1, cutoff=0.6)]
-    _check(not bad, f"{name} has no option {', '.join(bad)}; " + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(sorted(known))}"))
+    _check(
+        not bad,
+        f"{name} has no option {', '.join(bad)}; "
+        + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(sorted(known))}"),
+    )
     return replace(spec.config(**spec.preset), **overrides)
 
 
@@ -547,7 +692,11 @@ def parse_algo_spec(spec: str) -> tuple[str, dict]:
         key = key.strip().replace("-", "_")
         if key not in defaults:
             near = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
-            _check(False, f"{name} has no option {key!r} in {spec!r}" + (f"; did you mean {near[0]}?" if near else f"; its options: {', '.join(defaults)}"))
+            _check(
+                False,
+                f"{name} has no option {key!r} in {spec!r}"
+                + (f"; did you mean {near[0]}?" if near else f"; its options: {', '.join(defaults)}"),
+            )
         _check(bool(eq), f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE, e.g. {name}:lr=3e-4")
         typ = type(getattr(ALGORITHMS[name].config(), key))
         try:
@@ -617,6 +766,50 @@ class TrapConfig:
     """Replace the model already in out_dir (its files only)."""
     progress: bool = True
     """Show a progress bar."""
+
+
+EMERGENCE_DIR = (
+    Path("data") / "emergence"
+)  # under the working directory (the repository root for the notebooks and the commands)
+EMERGENCE_KINDS = ("rare", "incompetent", "absent", "primed", "primed_wrong")
+
+
+@dataclass
+class EmergenceConfig:
+    """A base model for the emergence experiments: the shipped model with the scratchpad made rare, incompetent or absent, or primed."""
+
+    kind: Literal["rare", "incompetent", "absent", "primed", "primed_wrong"] = "rare"
+    """What to make: ``rare`` (share ``share``, competence kept), ``incompetent`` (share ``share``, every sum trained wrong), ``absent`` (share below ``absent_share``), ``primed``/``primed_wrong`` (the incompetent model after ``prime_steps`` on right or half-wrong traces)."""
+    share: float = 0.03
+    """Target scratchpad share for ``rare`` and ``incompetent`` (the primed models start from the incompetent one at this share)."""
+    lr: float = 3e-5
+    """AdamW learning rate of the choice shift (constant, no weight decay)."""
+    corrupt_steps: int = 150
+    """``incompetent``: steps on wrong-sum traces (at lr 1e-4) before the choice shift."""
+    prime_steps: int = 40
+    """``primed``: steps of supervised fine-tuning on the priming traces (batches of 32, lr 1e-4)."""
+    prime_traces: int = 256
+    """``primed``: how many distinct training prompts the priming traces cover."""
+    absent_share: float = 1e-4
+    """``absent``: the share to shift below (40 steps of 16 x 8 answers then expect under one scratchpad answer)."""
+    max_steps: int = 1000
+    """Give up on the choice shift after this many steps (an error says how far it got)."""
+    seed: int = 0
+    """Seeds the prompts, the corruptions and the priming traces."""
+    out_dir: str = ""
+    """Where to ``save_pretrained``; empty = ``data/emergence/<kind>`` (with the share for ``rare``/``incompetent``)."""
+    overwrite: bool = False
+    """Replace the model already in out_dir (its files only)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def folder(self) -> Path:
+        if self.out_dir:
+            return Path(self.out_dir)
+        name = f"{self.kind}_{self.share:g}" if self.kind in ("rare", "incompetent") else self.kind
+        if self.kind in ("primed", "primed_wrong") and self.share != EmergenceConfig.share:
+            name += f"_{self.share:g}"
+        return EMERGENCE_DIR / name
 
 
 @dataclass

@@ -23,8 +23,23 @@ import torch
 
 from .config import GRPO_KL_ESTIMATORS, LOSS_AGG_MODES  # noqa: F401 (core.LOSS_AGG_MODES: the notebooks read it here)
 from .losses import cispo, clip, clip_cov, kl_cov, sapo
-from .losses.common import (LOG_RATIO_BOUND, RARE_P, aggregate, aggregate_loss, clip_range, clipped_surrogate, masked_mean, masked_sum,  # noqa: F401
-                            policy_metrics, rare_upper_clip, sequence_ratio, token_covariance, token_ratio)
+
+# the shared maths of the losses, re-exported: core.X is the name the notebooks and tests use
+from .losses.common import (
+    LOG_RATIO_BOUND,  # noqa: F401
+    RARE_P,  # noqa: F401
+    aggregate,  # noqa: F401
+    aggregate_loss,  # noqa: F401
+    clip_range,  # noqa: F401
+    clipped_surrogate,  # noqa: F401
+    masked_mean,  # noqa: F401
+    masked_sum,  # noqa: F401
+    policy_metrics,  # noqa: F401
+    rare_upper_clip,  # noqa: F401
+    sequence_ratio,  # noqa: F401
+    token_covariance,  # noqa: F401
+    token_ratio,  # noqa: F401
+)
 
 # --------------------------------------------------------------------------- #
 # Log-probabilities and entropy
@@ -79,7 +94,9 @@ def masked_var(x: torch.Tensor, mask: torch.Tensor, unbiased: bool = True) -> to
     return var
 
 
-def masked_whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, eps: float = 1e-8, moments=None) -> torch.Tensor:
+def masked_whiten(
+    x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, eps: float = 1e-8, moments=None
+) -> torch.Tensor:
     """Normalise the masked entries of ``x`` to zero mean, unit variance (PPO's advantage whitening).
 
     ``moments``: ``(mean, var)`` to use instead of the masked entries' own (the whole
@@ -108,7 +125,9 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale: str = "std",
     returns: (B,)
     """
     if rewards.numel() % group_size:
-        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}; pass B = prompts x group_size")
+        raise ValueError(
+            f"{rewards.numel()} rewards do not split into groups of {group_size}; pass B = prompts x group_size"
+        )
     r = rewards.float().view(-1, group_size)  # (P, G)
     centred = r - r.mean(dim=1, keepdim=True)  # (P, G)
     if scale == "std":
@@ -130,7 +149,9 @@ def leave_one_out_baseline(rewards: torch.Tensor, group_size: int) -> torch.Tens
     return ((r.sum(dim=1, keepdim=True) - r) / (group_size - 1)).view(-1)
 
 
-def baseline(rewards: torch.Tensor, group_size: int, kind: str = "leave_one_out", batch_mean: float | None = None) -> torch.Tensor:
+def baseline(
+    rewards: torch.Tensor, group_size: int, kind: str = "leave_one_out", batch_mean: float | None = None
+) -> torch.Tensor:
     """REINFORCE's baseline b, one number per answer (the advantage is ``r - b``).
 
     ``none``: 0; ``batch_mean``: the mean reward of the batch; ``leave_one_out``:
@@ -250,7 +271,9 @@ def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor, temperature: float 
 
     logits, ref_logits: (B, T, V); returns (B, T)
     """
-    dtype = torch.promote_types(torch.promote_types(logits.dtype, ref_logits.dtype), torch.float32)  # float32, or float64 if given
+    dtype = torch.promote_types(
+        torch.promote_types(logits.dtype, ref_logits.dtype), torch.float32
+    )  # float32, or float64 if given
     z, z_ref = logits.to(dtype), ref_logits.to(dtype)
     if temperature != 1.0:
         z, z_ref = z / temperature, z_ref / temperature
@@ -324,7 +347,13 @@ def logprob_gap(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.
     return dict(zip(["mismatch_logp_gap_mean", "mismatch_logp_gap_max", "mismatch_ratio_beyond_2"], vals))
 
 
-def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor, mode: str = "token_truncate", threshold: float = 2.0):
+def rollout_correction_weights(
+    old_logp: torch.Tensor,
+    rollout_logp: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "token_truncate",
+    threshold: float = 2.0,
+):
     """Importance weights that correct the policy loss for the rollout-trainer mismatch.
 
     The sampler (vLLM in bf16, or top-p) drew the tokens from ``pi_sampler``, the loss
@@ -354,7 +383,9 @@ def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tenso
     """
     level, _, action = mode.partition("_")
     if level not in ("token", "sequence") or action not in ("truncate", "mask"):
-        raise ValueError(f"unknown rollout correction {mode!r}; use token_truncate, token_mask, sequence_truncate or sequence_mask")
+        raise ValueError(
+            f"unknown rollout correction {mode!r}; use token_truncate, token_mask, sequence_truncate or sequence_mask"
+        )
     with torch.no_grad():
         mask = mask.to(old_logp.dtype)
         log_ratio = (old_logp - rollout_logp) * mask  # (B, T), 0 on padding
@@ -362,7 +393,9 @@ def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tenso
             log_ratio = log_ratio.sum(-1, keepdim=True)  # (B, 1): log of the product over the answer
         ratio = torch.exp(log_ratio.clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)).expand_as(old_logp)  # (B, T)
         beyond = ratio > threshold  # (B, T)
-        weights = (ratio.clamp(max=threshold) if action == "truncate" else ratio.masked_fill(beyond, 0.0)) * mask  # (B, T)
+        weights = (
+            ratio.clamp(max=threshold) if action == "truncate" else ratio.masked_fill(beyond, 0.0)
+        ) * mask  # (B, T)
         vals = torch.stack([masked_mean(weights, mask), masked_mean(beyond.to(mask.dtype), mask)]).tolist()
     return weights, {"rollout_is_mean": vals[0], "rollout_is_clip_frac": vals[1]}
 
@@ -372,12 +405,25 @@ def rollout_correction_weights(old_logp: torch.Tensor, rollout_logp: torch.Tenso
 # --------------------------------------------------------------------------- #
 
 
-def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float | None = 0.2, clip_high: float | None = 0.2,
-                agg: str = "token-mean", max_len: int | None = None, clip_c: float | None = None, ratio_level: str = "token", is_weights: torch.Tensor | None = None):
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float | None = 0.2,
+    clip_high: float | None = 0.2,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    clip_c: float | None = None,
+    ratio_level: str = "token",
+    is_weights: torch.Tensor | None = None,
+):
     """The (clipped) surrogate policy loss: :func:`rlalgos.losses.clip.clipped_token_loss` per token,
     then :func:`rlalgos.losses.common.aggregate` (``is_weights``: the rollout correction's (B, T) weights;
     ``max_len``: the constant ``L_max`` of ``seq-mean-token-sum-norm``). Returns (loss, metrics)."""
-    loss_mat, metrics = clip.clipped_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level)
+    loss_mat, metrics = clip.clipped_token_loss(
+        logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level
+    )
     return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
@@ -387,37 +433,85 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
 # --------------------------------------------------------------------------- #
 
 
-def clip_cov_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float = 0.2, clip_high: float = 0.2, clip_cov_ratio: float = 2e-4,
-                  clip_cov_lb: float = 1.0, clip_cov_ub: float = 5.0, agg: str = "token-mean", max_len: int | None = None, generator: torch.Generator | None = None,
-                  is_weights: torch.Tensor | None = None):
+def clip_cov_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    clip_cov_ratio: float = 2e-4,
+    clip_cov_lb: float = 1.0,
+    clip_cov_ub: float = 5.0,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    generator: torch.Generator | None = None,
+    is_weights: torch.Tensor | None = None,
+):
     """Clip-Cov: :func:`rlalgos.losses.clip_cov.clip_cov_token_loss`, aggregated as :func:`policy_loss`."""
-    loss_mat, metrics = clip_cov.clip_cov_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_cov_ratio, clip_cov_lb, clip_cov_ub, generator)
+    loss_mat, metrics = clip_cov.clip_cov_token_loss(
+        logp, old_logp, advantages, mask, clip_low, clip_high, clip_cov_ratio, clip_cov_lb, clip_cov_ub, generator
+    )
     return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def kl_cov_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, kl_cov_ratio: float = 2e-4, kl_cov_coef: float = 0.1,
-                agg: str = "token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+def kl_cov_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    kl_cov_ratio: float = 2e-4,
+    kl_cov_coef: float = 0.1,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
+):
     """KL-Cov: :func:`rlalgos.losses.kl_cov.kl_cov_token_loss`, aggregated as :func:`policy_loss`."""
     loss_mat, metrics = kl_cov.kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio, kl_cov_coef)
     return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def cispo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_low: float | None = 0.2, clip_high: float | None = 0.2,
-               agg: str = "token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+def cispo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float | None = 0.2,
+    clip_high: float | None = 0.2,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
+):
     """CISPO: :func:`rlalgos.losses.cispo.cispo_token_loss`, aggregated as :func:`policy_loss`."""
     loss_mat, metrics = cispo.cispo_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high)
     return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-def sapo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, tau_pos: float = 1.0, tau_neg: float = 1.05,
-              agg: str = "seq-mean-token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None):
+def sapo_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    tau_pos: float = 1.0,
+    tau_neg: float = 1.05,
+    agg: str = "seq-mean-token-mean",
+    max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
+):
     """SAPO: :func:`rlalgos.losses.sapo.sapo_token_loss`, aggregated as :func:`policy_loss` (TRL's and verl's aggregation by default)."""
     loss_mat, metrics = sapo.sapo_token_loss(logp, old_logp, advantages, mask, tau_pos, tau_neg)
     return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
 
 
-
-def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float | None = 0.2, agg: str = "token-mean", max_len: int | None = None):
+def value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float | None = 0.2,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+):
     """PPO's clipped value loss.
 
     ``v_clip = old_values + clip(values - old_values, -clip, clip)``;

@@ -11,7 +11,14 @@ from pathlib import Path
 import torch
 from torch import nn
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    AutoModelForCausalLM,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 from transformers.utils import logging as _hf_logging
 
 from .config import BASE_MODEL_DIR, REWARD_MODEL_DIR
@@ -40,12 +47,16 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
     tok.post_processor = processors.TemplateProcessing(
         single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
     )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, clean_up_tokenization_spaces=False, padding_side="left", **SPECIAL_TOKENS)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, clean_up_tokenization_spaces=False, padding_side="left", **SPECIAL_TOKENS
+    )
     fast.model_max_length = 256
     return fast
 
 
-def tiny_config(tokenizer, hidden: int = 128, layers: int = 4, heads: int = 4, intermediate: int = 384, max_positions: int = 128) -> LlamaConfig:
+def tiny_config(
+    tokenizer, hidden: int = 128, layers: int = 4, heads: int = 4, intermediate: int = 384, max_positions: int = 128
+) -> LlamaConfig:
     """A Llama-style config of about 0.86M parameters at the defaults."""
     return LlamaConfig(
         vocab_size=len(tokenizer),
@@ -68,7 +79,9 @@ def tiny_model(tokenizer, seed: int = 0, **config_kwargs) -> LlamaForCausalLM:
     return LlamaForCausalLM(tiny_config(tokenizer, **config_kwargs))
 
 
-def load_policy(name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None):
+def load_policy(
+    name_or_path: str | Path | None = None, device: str | torch.device = "auto", dtype: str | torch.dtype | None = None
+):
     """Load a causal LM and its tokenizer: the shipped base model by default, or
     any Hugging Face model by hub name or local path.
 
@@ -86,16 +99,26 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         raise FileNotFoundError(f"no base model in {path}; run `rlalgos sft` to build it")
     if (path / "metrics.jsonl").is_file():  # a run folder: its model is the checkpoint inside it
         if not (path / "checkpoint").is_dir():
-            raise FileNotFoundError(f"{path} is a run folder with no checkpoint/ yet (it saves one every save_every steps and at the end)")
+            raise FileNotFoundError(
+                f"{path} is a run folder with no checkpoint/ yet (it saves one every save_every steps and at the end)"
+            )
         print(f"rlalgos: {path} is a run folder; loading its checkpoint {path / 'checkpoint'}", file=sys.stderr)
         path = path / "checkpoint"
-    elif not path.exists() and (path.is_absolute() or str(name_or_path).startswith((".", "~")) or (path.parent != Path(".") and path.parent.is_dir())):
+    elif not path.exists() and (
+        path.is_absolute()
+        or str(name_or_path).startswith((".", "~"))
+        or (path.parent != Path(".") and path.parent.is_dir())
+    ):
         raise FileNotFoundError(f"no such folder: {path} (a hub name would be ORG/NAME)")
-    if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():  # a LoRA run's checkpoint
+    if (
+        path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file()
+    ):  # a LoRA run's checkpoint
         model, tokenizer = load_policy(read_adapter_base(path), device, dtype)
         return merge_adapters(model, path), tokenizer
     if path.is_dir() and not (path / "config.json").is_file():
-        raise FileNotFoundError(f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)")
+        raise FileNotFoundError(
+            f"no config.json in {path}; give a folder written by save_pretrained (config, weights and tokenizer)"
+        )
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; give the folder that holds config.json (or a hub name)")
     src = str(path) if path.exists() else str(name_or_path)
@@ -109,7 +132,9 @@ def load_policy(name_or_path: str | Path | None = None, device: str | torch.devi
         raise FileNotFoundError(f"cannot load a model from {src!r}: {str(e).splitlines()[0]}{where}") from None
     except Exception as e:  # a corrupt weights file, a config transformers cannot read, ...
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ValueError(f"cannot load a model from {src!r}: {msg}; re-save it (or run `rlalgos sft` for the base model)") from None
+        raise ValueError(
+            f"cannot load a model from {src!r}: {msg}; re-save it (or run `rlalgos sft` for the base model)"
+        ) from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -154,7 +179,9 @@ class ModelReward:
 
     @torch.no_grad()
     def __call__(self, prompts, completions, **columns) -> list[float]:
-        return score(self.model, self.tokenizer, [p + c for p, c in zip(prompts, completions)], self.batch_size, self.sigmoid).tolist()
+        return score(
+            self.model, self.tokenizer, [p + c for p, c in zip(prompts, completions)], self.batch_size, self.sigmoid
+        ).tolist()
 
 
 def load_reward_model(path: str | Path = REWARD_MODEL_DIR, device: str = "auto"):
@@ -167,7 +194,9 @@ def load_reward_model(path: str | Path = REWARD_MODEL_DIR, device: str = "auto")
     return model.eval(), tok
 
 
-def score(model, tokenizer, texts: list[str], batch_size: int = 256, sigmoid: bool = False, grad: bool = False) -> torch.Tensor:
+def score(
+    model, tokenizer, texts: list[str], batch_size: int = 256, sigmoid: bool = False, grad: bool = False
+) -> torch.Tensor:
     """One scalar per text: the model's single logit at the last real token. Returns (N,) floats."""
     tokenizer.padding_side = "right"  # natural positions; the head reads the last non-pad token
     device = next(model.parameters()).device

@@ -41,14 +41,18 @@ def completion_mask_from_ids(completion_ids: torch.Tensor, eos_token_id: int | S
     return mask.float(), ~has_eos
 
 
-def decode_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, eos_token_id: int | Sequence[int]) -> list[str]:
+def decode_completions(
+    tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, eos_token_id: int | Sequence[int]
+) -> list[str]:
     """The text of each completion for the reward functions: its tokens before the
     stop token (the stop token itself, and everything after it, left out; special
     tokens skipped).
 
     completion_ids, mask: (N, T) with ``mask`` from :func:`completion_mask_from_ids`."""
     body = mask.bool() & ~torch.isin(completion_ids, id_tensor(eos_token_id, completion_ids.device))  # (N, T)
-    return tokenizer.batch_decode([row[keep].tolist() for row, keep in zip(completion_ids, body)], skip_special_tokens=True)
+    return tokenizer.batch_decode(
+        [row[keep].tolist() for row, keep in zip(completion_ids, body)], skip_special_tokens=True
+    )
 
 
 PAD_ID = "pad_token_id"
@@ -83,7 +87,9 @@ class Rollout:
     prompt_ids: torch.Tensor = per_token("prompt", PAD_ID)  # (N, P) left-padded
     prompt_mask: torch.Tensor = per_token("prompt", 0)  # (N, P) 1 on real prompt tokens
     completion_ids: torch.Tensor = per_token("completion", PAD_ID)  # (N, T) right-padded
-    completion_mask: torch.Tensor = per_token("completion", 0)  # (N, T) float, 1 up to and including the stop token (any stop id)
+    completion_mask: torch.Tensor = per_token(
+        "completion", 0
+    )  # (N, T) float, 1 up to and including the stop token (any stop id)
     truncated: torch.Tensor  # (N,) bool: no stop token within max_new_tokens
     old_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the sampling policy
     ref_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the reference model
@@ -92,11 +98,21 @@ class Rollout:
     group_size: int
     temperature: float = 1.0  # the temperature the completions were sampled at (log-probs use the same)
     correct_key: str = "correct"
-    old_entropy: torch.Tensor | None = per_token("completion", default=None)  # (N, T) sampling policy's entropy, recorded with old_logprobs
-    ref_rows: torch.Tensor | None = None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
-    old_kl_exact: torch.Tensor | None = per_token("completion", default=None)  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
-    rollout_logprobs: torch.Tensor | None = per_token("completion", default=None)  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
-    ref_logits: torch.Tensor | None = per_token("completion", default=None)  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
+    old_entropy: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T) sampling policy's entropy, recorded with old_logprobs
+    ref_rows: torch.Tensor | None = (
+        None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
+    )
+    old_kl_exact: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
+    rollout_logprobs: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
+    ref_logits: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
     pad_token_id: int = 0
     seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
 
@@ -147,7 +163,13 @@ class Rollout:
         if P == self.prompt_ids.shape[1] and T == self.completion_ids.shape[1]:
             return self
         cut = {f.name: getattr(self, f.name)[:, -P:] for f in token_fields(self, "prompt")}
-        cut.update({f.name: getattr(self, f.name)[:, :T] for f in token_fields(self, "completion") if getattr(self, f.name) is not None})
+        cut.update(
+            {
+                f.name: getattr(self, f.name)[:, :T]
+                for f in token_fields(self, "completion")
+                if getattr(self, f.name) is not None
+            }
+        )
         return replace(self, **cut)
 
     @staticmethod
@@ -170,7 +192,11 @@ class Rollout:
             rows=sum((p.rows for p in parts), []),
             **{f.name: cat(f) for f in token_fields(parts[0], "prompt") + token_fields(parts[0], "completion")},
             truncated=torch.cat([p.truncated for p in parts]),
-            ref_rows=None if all(p.ref_rows is None for p in parts) else torch.cat([p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]),
+            ref_rows=None
+            if all(p.ref_rows is None for p in parts)
+            else torch.cat(
+                [p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]
+            ),
             rewards=torch.cat([p.rewards for p in parts]),
             reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
             group_size=parts[0].group_size,
@@ -192,7 +218,14 @@ class Rollout:
         return row_stats(self.rewards, self.correct, self.reward_parts, self.lengths, self.truncated, self.group_size)
 
 
-def row_stats(rewards: torch.Tensor, correct: torch.Tensor, reward_parts: dict[str, torch.Tensor], lengths: torch.Tensor, truncated: torch.Tensor, group_size: int) -> dict:
+def row_stats(
+    rewards: torch.Tensor,
+    correct: torch.Tensor,
+    reward_parts: dict[str, torch.Tensor],
+    lengths: torch.Tensor,
+    truncated: torch.Tensor,
+    group_size: int,
+) -> dict:
     """:meth:`Rollout.stats` from its per-answer columns, all (N,) (several processes' rows joined, too)."""
     stats = {
         "reward_mean": rewards.mean().item(),

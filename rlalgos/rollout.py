@@ -61,7 +61,15 @@ def rollout(
     """
     sampling = sampling or SamplingConfig()
     t0 = time.perf_counter()
-    sampled = generate(sampler if sampler is not None else policy, tokenizer, [r["prompt"] for r in rows], sampling, greedy=greedy, n=group_size, return_logprobs=rollout_logprobs)
+    sampled = generate(
+        sampler if sampler is not None else policy,
+        tokenizer,
+        [r["prompt"] for r in rows],
+        sampling,
+        greedy=greedy,
+        n=group_size,
+        return_logprobs=rollout_logprobs,
+    )
     prompt_ids, prompt_mask, completion_ids = sampled[:3]
     rows = [r for r in rows for _ in range(group_size)]  # each prompt G times, adjacent (as generate returns them)
     prompts = [r["prompt"] for r in rows]
@@ -92,16 +100,22 @@ def rollout(
         pad_token_id=tokenizer.pad_token_id,
         rollout_logprobs=sampled[3] * mask if rollout_logprobs else None,
     ).trimmed()  # drop the columns after every answer ended
-    score = dict(batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype)
+    score = dict(
+        batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype
+    )
     ref, ref_logits = {}, None
-    keep = ref_model is not None and logits_fit(ref_model, ro.completion_ids.numel())  # the reference's logits are cheap to keep
+    keep = ref_model is not None and logits_fit(
+        ref_model, ro.completion_ids.numel()
+    )  # the reference's logits are cheap to keep
     if ref_model is not None and 0 < ref_sample < len(ro):  # a logged KL estimate: the reference pass on a few rows
         idx = core.subsample_rows(len(ro), ref_sample).to(device)  # (m,)
         sub = batched_stats(ref_model, ro.select(idx), keep_logits=keep, **score)
         ref["ref_logprobs"] = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
         ref["ref_logprobs"][idx] = sub["logprobs"]
         if "logits" in sub:
-            ref_logits = sub["logits"].new_zeros(*ro.completion_ids.shape, sub["logits"].shape[-1])  # (N, T, V), 0 on the rows not measured
+            ref_logits = sub["logits"].new_zeros(
+                *ro.completion_ids.shape, sub["logits"].shape[-1]
+            )  # (N, T, V), 0 on the rows not measured
             ref_logits[idx] = sub["logits"]
         ref["ref_rows"] = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)  # (N,)
     elif ref_model is not None:
@@ -110,7 +124,11 @@ def rollout(
     old = {}
     if old_logprobs:  # the sampling policy's pass, and with the reference's logits the exact KL in it
         out = batched_stats(policy, ro, with_entropy=True, ref_logits=ref_logits, **score)
-        old = {"old_logprobs": out["logprobs"], "old_entropy": out["entropy"], "old_kl_exact": out.get("kl_exact")}  # (N, T) each
+        old = {
+            "old_logprobs": out["logprobs"],
+            "old_entropy": out["entropy"],
+            "old_kl_exact": out.get("kl_exact"),
+        }  # (N, T) each
     elif ref_logits is not None:
         ref["ref_logits"] = ref_logits  # the update's first pass is the sampling policy's: it measures the exact KL
     seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}

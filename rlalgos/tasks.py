@@ -96,18 +96,25 @@ def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
                 raise ValueError(f"{path}:{i}: expected a JSON object per line")
             missing = [k for k in required if k not in row]
             if missing:
-                raise ValueError(f"{path}:{i}: missing field(s) {', '.join(missing)}; every row needs {', '.join(required)}")
+                raise ValueError(
+                    f"{path}:{i}: missing field(s) {', '.join(missing)}; every row needs {', '.join(required)}"
+                )
             rows.append(row)
     return rows
 
 
-def make_addition_data(out_dir: str | Path = DATA_DIR, n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> dict:
+def make_addition_data(
+    out_dir: str | Path = DATA_DIR, n_train: int = 20000, n_test: int = 500, seed: int = 1234
+) -> dict:
     """Write ``addition_train.jsonl`` and ``addition_test.jsonl`` (disjoint prompts)."""
     out_dir = Path(out_dir)
     test = make_addition_split(n_test, seed + 1)
     test_prompts = {r["prompt"] for r in test}
     train = [r for r in make_addition_split(n_train + n_test, seed) if r["prompt"] not in test_prompts][:n_train]
-    return {"train": write_jsonl(train, out_dir / "addition_train.jsonl"), "test": write_jsonl(test, out_dir / "addition_test.jsonl")}
+    return {
+        "train": write_jsonl(train, out_dir / "addition_train.jsonl"),
+        "test": write_jsonl(test, out_dir / "addition_test.jsonl"),
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -218,12 +225,16 @@ class RewardSet:
                 ) from e
             vals = list(vals) if vals is not None else []
             if len(vals) != len(completions):
-                raise ValueError(f"reward function {name!r} returned {len(vals)} values for {len(completions)} completions; return one float per completion")
+                raise ValueError(
+                    f"reward function {name!r} returned {len(vals)} values for {len(completions)} completions; return one float per completion"
+                )
             vals = [float(v) for v in vals]
             bad = [i for i, v in enumerate(vals) if not math.isfinite(v)]
             if bad:
                 i = bad[0]
-                raise ValueError(f"reward function {name!r} returned {vals[i]} for prompt {prompts[i]!r}, completion {completions[i]!r}; rewards must be finite")
+                raise ValueError(
+                    f"reward function {name!r} returned {vals[i]} for prompt {prompts[i]!r}, completion {completions[i]!r}; rewards must be finite"
+                )
             parts[name] = vals
         total = [sum(w * parts[n][i] for n, _, w in self.fns) for i in range(len(completions))]
         return total, parts
@@ -260,15 +271,24 @@ class Task:
 
     def info(self) -> dict:
         """What a run's config.json records about its task."""
-        return {"name": self.name, "train_rows": len(self.train), "test_rows": len(self.test), "test_source": self.test_source}
+        return {
+            "name": self.name,
+            "train_rows": len(self.train),
+            "test_rows": len(self.test),
+            "test_source": self.test_source,
+        }
 
-    def with_rewards(self, rule_weight: float | None = None, extra: Sequence[tuple[str, RewardFn, float]] = ()) -> "Task":
+    def with_rewards(
+        self, rule_weight: float | None = None, extra: Sequence[tuple[str, RewardFn, float]] = ()
+    ) -> "Task":
         """A copy whose correctness reward has weight ``rule_weight`` (0: logged
         but not trained on) and with ``extra`` (name, fn, weight) rewards added,
         e.g. a learned reward model. Accuracy is still judged by the rule."""
-        fns = [(n, f, rule_weight if (n == self.correct_key and rule_weight is not None) else w) for n, f, w in self.rewards.fns]
+        fns = [
+            (n, f, rule_weight if (n == self.correct_key and rule_weight is not None) else w)
+            for n, f, w in self.rewards.fns
+        ]
         return replace(self, rewards=RewardSet(fns + list(extra)))
-
 
 
 def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -> Task:
@@ -278,7 +298,15 @@ def addition_task(data_dir: str | Path = DATA_DIR, format_weight: float = 0.0) -
     train = read_jsonl(data_dir / "addition_train.jsonl", need)
     test = read_jsonl(data_dir / "addition_test.jsonl", need)
     rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, format_weight)])
-    return Task("addition", train, test, rewards, max_new_tokens=48, test_source=str(data_dir / "addition_test.jsonl"), completion_metrics=scratchpad_metrics)
+    return Task(
+        "addition",
+        train,
+        test,
+        rewards,
+        max_new_tokens=48,
+        test_source=str(data_dir / "addition_test.jsonl"),
+        completion_metrics=scratchpad_metrics,
+    )
 
 
 def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = None) -> list[dict]:
@@ -292,16 +320,22 @@ def load_gsm8k(source: str | Path, split: str = "train", limit: int | None = Non
     if path.exists():
         raw = read_jsonl(path, ("question", "answer"))
     elif path.suffix in (".jsonl", ".json") or path.is_absolute() or str(source).startswith("."):
-        raise FileNotFoundError(f"{source} is not a file; give a jsonl of question/answer rows or a dataset name such as openai/gsm8k")
+        raise FileNotFoundError(
+            f"{source} is not a file; give a jsonl of question/answer rows or a dataset name such as openai/gsm8k"
+        )
     else:
         try:
             import datasets  # optional: only for hub names
         except ImportError:
-            raise FileNotFoundError(f"{source} is not a file, and `datasets` is not installed to load it by name; pass a local jsonl of question/answer rows") from None
+            raise FileNotFoundError(
+                f"{source} is not a file, and `datasets` is not installed to load it by name; pass a local jsonl of question/answer rows"
+            ) from None
         try:
             raw = list(datasets.load_dataset(str(source), "main", split=split))
         except Exception as e:  # offline, unknown name, no such split
-            raise FileNotFoundError(f"cannot load dataset {source!r} split {split!r} from the hub ({type(e).__name__}); pass a local jsonl of question/answer rows instead") from None
+            raise FileNotFoundError(
+                f"cannot load dataset {source!r} split {split!r} from the hub ({type(e).__name__}); pass a local jsonl of question/answer rows instead"
+            ) from None
     rows = []
     for r in raw[:limit] if limit else raw:
         final = normalize_number(extract_hash_answer(r["answer"]) or r["answer"])
@@ -313,7 +347,13 @@ HOLDOUT_FRAC = 0.1
 """Share of a GSM8K-style training file held out for evaluation when no test file is given."""
 
 
-def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, limit: int | None = None, holdout_frac: float = HOLDOUT_FRAC, split_seed: int = 0) -> Task:
+def gsm8k_task(
+    train_source: str | Path,
+    test_source: str | Path | None = None,
+    limit: int | None = None,
+    holdout_frac: float = HOLDOUT_FRAC,
+    split_seed: int = 0,
+) -> Task:
     """A GSM8K-style task for real models: numeric-match correctness.
 
     Evaluation never scores training rows: the test rows come from
@@ -328,7 +368,9 @@ def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, 
         where = f"{test_source}" if test_source else f"the hub's test split of {train_source}"
     else:
         if len(train) < 2:
-            raise ValueError(f"{train_source} has {len(train)} row(s): too few to hold out a test split; give a test file as gsm8k:TRAIN.jsonl,TEST.jsonl")
+            raise ValueError(
+                f"{train_source} has {len(train)} row(s): too few to hold out a test split; give a test file as gsm8k:TRAIN.jsonl,TEST.jsonl"
+            )
         order = list(range(len(train)))
         random.Random(split_seed).shuffle(order)
         n_test = max(1, round(holdout_frac * len(train)))
@@ -336,10 +378,14 @@ def gsm8k_task(train_source: str | Path, test_source: str | Path | None = None, 
         test = [r for i, r in enumerate(train) if i in held]
         train = [r for i, r in enumerate(train) if i not in held]
         where = f"held out {len(test)} of the {len(train) + len(test)} rows of {train_source} ({holdout_frac:.0%}, split seed {split_seed}); give gsm8k:TRAIN.jsonl,TEST.jsonl to use a test file"
-    return Task("gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256, test_source=where)
+    return Task(
+        "gsm8k", train, test, RewardSet([("correct", numeric_match_reward, 1.0)]), max_new_tokens=256, test_source=where
+    )
 
 
-def addition_regime(terms: Sequence[int], max_value: int = 99, n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> Task:
+def addition_regime(
+    terms: Sequence[int], max_value: int = 99, n_train: int = 20000, n_test: int = 500, seed: int = 1234
+) -> Task:
     """The addition task at another difficulty: ``terms`` per problem (drawn
     uniformly) and terms of 1..``max_value``, generated in memory with a fixed
     seed, test prompts disjoint from the training ones. The generation budget is
@@ -347,11 +393,20 @@ def addition_regime(terms: Sequence[int], max_value: int = 99, n_train: int = 20
     6-term scratchpad is ~58 tokens with its EOS)."""
     test = make_addition_split(n_test, seed + 1, terms, max_value)
     test_prompts = {r["prompt"] for r in test}
-    train = [r for r in make_addition_split(n_train + n_test, seed, terms, max_value) if r["prompt"] not in test_prompts][:n_train]
+    train = [
+        r for r in make_addition_split(n_train + n_test, seed, terms, max_value) if r["prompt"] not in test_prompts
+    ][:n_train]
     rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, 0.0)])
     label = "-".join(map(str, sorted(set(terms))))
-    return Task("addition", train, test, rewards, max_new_tokens=4 + 10 * max(terms), test_source=f"{n_test} generated problems of {label} terms (seed {seed + 1})",
-                completion_metrics=scratchpad_metrics)
+    return Task(
+        "addition",
+        train,
+        test,
+        rewards,
+        max_new_tokens=4 + 10 * max(terms),
+        test_source=f"{n_test} generated problems of {label} terms (seed {seed + 1})",
+        completion_metrics=scratchpad_metrics,
+    )
 
 
 def trap_task(n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> Task:
@@ -361,21 +416,38 @@ def trap_task(n_train: int = 20000, n_test: int = 500, seed: int = 1234) -> Task
     :func:`rlalgos.workbook.sft.trap_finetune`) answers the easy ones directly and
     reliably, while on the hard ones only the rare scratchpad works. Each row has
     ``level`` (``easy``/``hard``), and the metrics are split by it."""
+
     def split(n: int, s: int) -> list[dict]:
         rng = random.Random(s)
-        return [dict(make_addition_problem(rng, 2, 9), level="easy") if rng.random() < 0.5 else
-                dict(make_addition_problem(rng, rng.choice((3, 4)), 99), level="hard") for _ in range(n)]
+        return [
+            dict(make_addition_problem(rng, 2, 9), level="easy")
+            if rng.random() < 0.5
+            else dict(make_addition_problem(rng, rng.choice((3, 4)), 99), level="hard")
+            for _ in range(n)
+        ]
 
     test = split(n_test, seed + 1)
     test_prompts = {r["prompt"] for r in test}
     # hard test prompts are unseen in training; the easy ones cannot be (there are only 81 of them)
-    train = [r for r in split(n_train + n_test, seed) if r["level"] == "easy" or r["prompt"] not in test_prompts][:n_train]
+    train = [r for r in split(n_train + n_test, seed) if r["level"] == "easy" or r["prompt"] not in test_prompts][
+        :n_train
+    ]
     rewards = RewardSet([("correct", correctness_reward, 1.0), ("format", format_reward, 0.0)])
-    return Task("trap", train, test, rewards, max_new_tokens=48, test_source=f"{n_test} generated problems, half easy, half hard (seed {seed + 1})",
-                completion_metrics=scratchpad_metrics, breakdown="level")
+    return Task(
+        "trap",
+        train,
+        test,
+        rewards,
+        max_new_tokens=48,
+        test_source=f"{n_test} generated problems, half easy, half hard (seed {seed + 1})",
+        completion_metrics=scratchpad_metrics,
+        breakdown="level",
+    )
 
 
-def breakdown_metrics(task: Task, rows: Sequence[dict], completions: Sequence[str], correct: Sequence[float]) -> dict[str, tuple[float, float]]:
+def breakdown_metrics(
+    task: Task, rows: Sequence[dict], completions: Sequence[str], correct: Sequence[float]
+) -> dict[str, tuple[float, float]]:
     """``{"accuracy/VALUE": (sum, count), "NAME/VALUE": (sum, count)}`` for each value of the
     task's ``breakdown`` key and each of its completion metrics (sums, so that several
     processes can add theirs before dividing); ``{}`` for a task without a breakdown."""
@@ -433,7 +505,9 @@ def get_task(name: str, **kwargs) -> Task:
     if ":" in name and "." in name.split(":", 1)[0]:
         return _task_from_module(name, **kwargs)
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}, gsm8k:PATH.jsonl or MODULE:FUNCTION")
+        raise ValueError(
+            f"unknown task {name!r}; choose one of {', '.join(TASKS)}, gsm8k:PATH.jsonl or MODULE:FUNCTION"
+        )
     return TASKS[name](**kwargs)
 
 
@@ -444,7 +518,9 @@ def _task_from_module(name: str, **kwargs) -> Task:
     try:
         fn = getattr(importlib.import_module(module), function)
     except (ImportError, AttributeError) as e:
-        raise ValueError(f"bad task {name!r}: {e}; write MODULE:FUNCTION with an importable module and a function in it") from None
+        raise ValueError(
+            f"bad task {name!r}: {e}; write MODULE:FUNCTION with an importable module and a function in it"
+        ) from None
     for part in options:
         key, eq, value = part.partition("=")
         if not eq or not key.isidentifier():

@@ -30,7 +30,18 @@ from .engine.precision import SamplingCopy, resolve_device, resolve_precision
 from .model import ModelReward, count_parameters, frozen_copy, load_policy
 from .record import Rollout
 from .rollout import rollout
-from .engine.runs import JsonlLog, check_run_dir, clear_run_dir, load_checkpoint_state, load_metrics, read_rows, RunMetrics, run_metrics, rewrite_rows, save_checkpoint
+from .engine.runs import (
+    JsonlLog,
+    check_run_dir,
+    clear_run_dir,
+    load_checkpoint_state,
+    load_metrics,
+    read_rows,
+    RunMetrics,
+    run_metrics,
+    rewrite_rows,
+    save_checkpoint,
+)
 from .engine.sampler import SamplingConfig, check_chat_template
 from .tasks import Task, breakdown_metrics, get_task, reward_columns
 from .engine.trackers import with_trackers
@@ -49,8 +60,23 @@ def set_seed(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_samples: int = 4, temperature: float = 1.0, max_new_tokens: int = 0, seed: int = 0, greedy: bool = True, n_show: int = 0,
-             top_p: float = 1.0, chat_template: bool = False, score_batch_size: int = 512, logits_chunk: int = -1, autocast_dtype: torch.dtype | None = None) -> dict:
+def evaluate(
+    policy,
+    tokenizer,
+    task: Task,
+    rows: list[dict] | None = None,
+    n_samples: int = 4,
+    temperature: float = 1.0,
+    max_new_tokens: int = 0,
+    seed: int = 0,
+    greedy: bool = True,
+    n_show: int = 0,
+    top_p: float = 1.0,
+    chat_template: bool = False,
+    score_batch_size: int = 512,
+    logits_chunk: int = -1,
+    autocast_dtype: torch.dtype | None = None,
+) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
 
@@ -63,36 +89,67 @@ def evaluate(policy, tokenizer, task: Task, rows: list[dict] | None = None, n_sa
     ``autocast_dtype`` runs the forward passes under ``torch.autocast`` (the autocast half of a ``dtype`` setting).
     """
     rows = task.test if rows is None else rows
-    sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature, top_p=top_p, chat_template=chat_template, score_batch_size=score_batch_size,
-                              autocast_dtype=autocast_dtype)
+    sampling = SamplingConfig(
+        max_new_tokens=max_new_tokens or task.max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        chat_template=chat_template,
+        score_batch_size=score_batch_size,
+        autocast_dtype=autocast_dtype,
+    )
     out = {}
     devices = [policy.device] if policy.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
-        ro = rollout(policy, tokenizer, rows, n_samples, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key)
+        ro = rollout(
+            policy, tokenizer, rows, n_samples, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key
+        )
     correct = ro.correct.view(-1, n_samples)  # (P, k)
     out["eval_accuracy"] = correct.mean().item()
     if n_samples > 1:
-        out[f"eval_pass@{n_samples}"] = sum(core.pass_at_k(n_samples, int(c), n_samples) for c in correct.sum(1).tolist()) / len(rows)
+        out[f"eval_pass@{n_samples}"] = sum(
+            core.pass_at_k(n_samples, int(c), n_samples) for c in correct.sum(1).tolist()
+        ) / len(rows)
     out["eval_completion_len"] = ro.lengths.mean().item()
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(policy, ro, sampling.score_batch_size, with_entropy=True, logits_chunk=logits_chunk, autocast_dtype=autocast_dtype)  # (N, T)
+    _, ent = batched_logprobs(
+        policy,
+        ro,
+        sampling.score_batch_size,
+        with_entropy=True,
+        logits_chunk=logits_chunk,
+        autocast_dtype=autocast_dtype,
+    )  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
     for k, v in task.completion_metrics(ro.completions).items():  # e.g. the share of answers that show their working
         out[f"eval_{k}"] = v
-    for k, (total, n) in breakdown_metrics(task, ro.rows, ro.completions, ro.correct.tolist()).items():  # per level, if the task has levels
+    for k, (total, n) in breakdown_metrics(
+        task, ro.rows, ro.completions, ro.correct.tolist()
+    ).items():  # per level, if the task has levels
         out[f"eval_{k}"] = total / n
     if greedy:
-        g = rollout(policy, tokenizer, rows, 1, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key, greedy=True)
+        g = rollout(
+            policy,
+            tokenizer,
+            rows,
+            1,
+            task.rewards,
+            sampling,
+            old_logprobs=False,
+            correct_key=task.correct_key,
+            greedy=True,
+        )
         out["eval_greedy_accuracy"] = g.correct.mean().item()
     if n_show:
         out["samples"] = [
             {"prompt": p, "completion": c, "answer": r.get("answer"), "reward": float(x), "correct": float(y)}
-            for p, c, r, x, y in list(zip(ro.prompts, ro.completions, ro.rows, ro.rewards.tolist(), ro.correct.tolist()))[: n_show * n_samples : n_samples]
+            for p, c, r, x, y in list(
+                zip(ro.prompts, ro.completions, ro.rows, ro.rewards.tolist(), ro.correct.tolist())
+            )[: n_show * n_samples : n_samples]
         ]
     return out
 
@@ -127,10 +184,17 @@ class PromptSampler:
 
 def save_run_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompts: PromptSampler) -> Path:
     """Model, tokenizer and trainer state (optimizer, algorithm, RNGs, prompt order, step)."""
-    state = {"step": step, "algo": algo.state_dict(), "torch_rng": torch.get_rng_state(), "prompts": prompts.state_dict()}
+    state = {
+        "step": step,
+        "algo": algo.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "prompts": prompts.state_dict(),
+    }
     if torch.cuda.is_available():
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
-    state.update(distributed.rng_states())  # several processes: each one's random state (a collective: every process calls this)
+    state.update(
+        distributed.rng_states()
+    )  # several processes: each one's random state (a collective: every process calls this)
     return save_checkpoint(run_dir, policy, tokenizer, state) if distributed.is_main() else run_dir / "checkpoint"
 
 
@@ -167,10 +231,14 @@ class Run:
     resumed: bool  # continued from a checkpoint
     main: bool  # process 0 (the only one in a plain run): it writes the run folder
     local_prompts: int  # prompts this process samples per step
-    sampler: SamplingCopy | None = None  # rollout_dtype below float32 or rollout_sync_every > 1: the copy of the policy that samples, else None (the policy samples)
+    sampler: SamplingCopy | None = (
+        None  # rollout_dtype below float32 or rollout_sync_every > 1: the copy of the policy that samples, else None (the policy samples)
+    )
 
 
-def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> Run:
+def build_run(
+    cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False
+) -> Run:
     """Load and check everything a run needs, then prepare its folder: a bad setting
     or a broken reward fails before anything in ``cfg.out_dir`` changes. With
     ``resume`` the weights, optimizer, algorithm state, RNGs and prompt order come
@@ -186,18 +254,28 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
     replace_old = False if resume else check_run_dir(run_dir, cfg.overwrite)
     distributed.barrier()  # every process has checked the folder before process 0 changes it
     state = distributed.main_first(lambda: load_checkpoint_state(run_dir)) if resume else None
-    if state is not None and cfg.steps <= state["step"]:  # nothing to train: the folder, its config.json included, stays as it is
-        raise ValueError(f"{run_dir} is at step {state['step']}; pass --steps > {state['step']} to train on (the folder is untouched)")
+    if (
+        state is not None and cfg.steps <= state["step"]
+    ):  # nothing to train: the folder, its config.json included, stays as it is
+        raise ValueError(
+            f"{run_dir} is at step {state['step']}; pass --steps > {state['step']} to train on (the folder is untouched)"
+        )
     task = task or get_task(cfg.task)
     if cfg.reward_model or cfg.rule_weight != 1.0:
-        extra = [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
+        extra = (
+            [("rm", ModelReward.from_pretrained(cfg.reward_model, device), cfg.rm_weight)] if cfg.reward_model else []
+        )
         task = task.with_rewards(cfg.rule_weight, extra)
     check_rewards(task)
-    set_seed(distributed.rank_seed(cfg.seed))  # several processes: each its own stream, so they sample different answers
+    set_seed(
+        distributed.rank_seed(cfg.seed)
+    )  # several processes: each its own stream, so they sample different answers
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, device, cfg.dtype)
     autocast_dtype = resolve_precision(cfg.dtype, policy.device)[1]  # the forward passes' autocast, if any
-    lora = add_lora(policy, cfg) if cfg.lora_rank else None  # adapters put into policy in place; lora saves them and switches them off
+    lora = (
+        add_lora(policy, cfg) if cfg.lora_rank else None
+    )  # adapters put into policy in place; lora saves them and switches them off
     if cfg.chat_template:
         check_chat_template(tokenizer)
     if replace_old and main:
@@ -206,13 +284,34 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
         run_dir.mkdir(parents=True, exist_ok=True)
     if task.note and not resume and main:
         print(f"rlalgos: {task.note}", file=sys.stderr)
-    if not cfg.lora_rank and (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg)) and not resume and main:
+    if (
+        not cfg.lora_rank
+        and (warning := lr_warning(count_parameters(policy), cfg.algo, algo_cfg))
+        and not resume
+        and main
+    ):
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
-    sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens or task.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, sampler=cfg.sampler,
-                              score_batch_size=cfg.score_batch_size, chat_template=cfg.chat_template, logits_chunk=cfg.logits_chunk, autocast_dtype=autocast_dtype)
-    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, score_batch_size=cfg.score_batch_size, logits_chunk=cfg.logits_chunk,
-                    autocast_dtype=autocast_dtype, entropy_probe=cfg.entropy_probe, rollout_correction=cfg.rollout_correction,
-                    rollout_correction_threshold=cfg.rollout_correction_threshold)
+    sampling = SamplingConfig(
+        max_new_tokens=cfg.max_new_tokens or task.max_new_tokens,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        sampler=cfg.sampler,
+        score_batch_size=cfg.score_batch_size,
+        chat_template=cfg.chat_template,
+        logits_chunk=cfg.logits_chunk,
+        autocast_dtype=autocast_dtype,
+    )
+    algo = algo_cls(
+        policy,
+        algo_cfg,
+        max_new_tokens=sampling.max_new_tokens,
+        score_batch_size=cfg.score_batch_size,
+        logits_chunk=cfg.logits_chunk,
+        autocast_dtype=autocast_dtype,
+        entropy_probe=cfg.entropy_probe,
+        rollout_correction=cfg.rollout_correction,
+        rollout_correction_threshold=cfg.rollout_correction_threshold,
+    )
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off
@@ -234,10 +333,31 @@ def build_run(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         distributed.restore_rng(state)  # several processes: each its own stream
     distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
-    sampler = SamplingCopy(policy, cfg.rollout_dtype) if cfg.uses_sampling_copy else None  # the sampling engine's copy, synced in run_loop
+    sampler = (
+        SamplingCopy(policy, cfg.rollout_dtype) if cfg.uses_sampling_copy else None
+    )  # the sampling engine's copy, synced in run_loop
     if main:
-        (run_dir / "config.json").write_text(json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2))
-    return Run(cfg, algo_cfg, task, policy, tokenizer, algo, sampling, ref_model, lora, prompts, run_dir, start, resume, main, local_prompts, sampler)
+        (run_dir / "config.json").write_text(
+            json.dumps({"train": asdict(cfg), "algo": asdict(algo_cfg), "task": task.info()}, indent=2)
+        )
+    return Run(
+        cfg,
+        algo_cfg,
+        task,
+        policy,
+        tokenizer,
+        algo,
+        sampling,
+        ref_model,
+        lora,
+        prompts,
+        run_dir,
+        start,
+        resume,
+        main,
+        local_prompts,
+        sampler,
+    )
 
 
 def run_loop(run: Run) -> list[dict]:
@@ -249,10 +369,25 @@ def run_loop(run: Run) -> list[dict]:
     def sample(n_prompts: int, temperature: float | None = None) -> Rollout:
         """The only way an algorithm gets samples: ``n_prompts`` x G fresh completions."""
         s = sampling if temperature is None else replace(sampling, temperature=temperature)
-        share = distributed.my_share(run.prompts(n_prompts * distributed.world_size()))  # several processes: the same draw, split
-        return rollout(run.policy, run.tokenizer, share, cfg.group_size, run.task.rewards, s, ref_model=run.ref_model, old_logprobs=algo.needs_old_logprobs,
-                       correct_key=run.task.correct_key, ref_sample=0 if algo.needs_ref else cfg.kl_sample_rows,  # a KL that is only logged may be measured on a subsample
-                       sampler=run.sampler.model if run.sampler else None, rollout_logprobs=cfg.records_rollout_logprobs)  # rollout_dtype: the copy samples
+        share = distributed.my_share(
+            run.prompts(n_prompts * distributed.world_size())
+        )  # several processes: the same draw, split
+        return rollout(
+            run.policy,
+            run.tokenizer,
+            share,
+            cfg.group_size,
+            run.task.rewards,
+            s,
+            ref_model=run.ref_model,
+            old_logprobs=algo.needs_old_logprobs,
+            correct_key=run.task.correct_key,
+            ref_sample=0
+            if algo.needs_ref
+            else cfg.kl_sample_rows,  # a KL that is only logged may be measured on a subsample
+            sampler=run.sampler.model if run.sampler else None,
+            rollout_logprobs=cfg.records_rollout_logprobs,
+        )  # rollout_dtype: the copy samples
 
     eval_rows = run.task.test[: cfg.eval_prompts] if cfg.eval_prompts else run.task.test
     metrics_path, samples_path = run.run_dir / "metrics.jsonl", run.run_dir / "samples.jsonl"
@@ -262,22 +397,52 @@ def run_loop(run: Run) -> list[dict]:
         rewrite_rows(metrics_path, rows)  # atomic: a kill now loses nothing the checkpoint covers
         rewrite_rows(samples_path, read_rows(samples_path, run.start) if run.resumed else [])
     # --report-to: rows also go to tensorboard/wandb/trackio (process 0 only)
-    metrics_log = with_trackers(JsonlLog(metrics_path), cfg.report_to, run.run_dir, run.resumed, run.start) if main else distributed.NullLog()
+    metrics_log = (
+        with_trackers(JsonlLog(metrics_path), cfg.report_to, run.run_dir, run.resumed, run.start)
+        if main
+        else distributed.NullLog()
+    )
     samples_log = JsonlLog(samples_path) if main else distributed.NullLog()
 
     def run_eval(step: int) -> dict:  # on process 0; the others get its numbers
-        ev = distributed.broadcast(evaluate(run.policy, run.tokenizer, run.task, eval_rows, cfg.eval_samples, cfg.temperature, sampling.max_new_tokens, seed=cfg.seed + 10_000,
-                                            n_show=4, top_p=cfg.top_p, chat_template=cfg.chat_template, score_batch_size=cfg.score_batch_size,
-                                            logits_chunk=cfg.logits_chunk, autocast_dtype=sampling.autocast_dtype) if main else None)
+        ev = distributed.broadcast(
+            evaluate(
+                run.policy,
+                run.tokenizer,
+                run.task,
+                eval_rows,
+                cfg.eval_samples,
+                cfg.temperature,
+                sampling.max_new_tokens,
+                seed=cfg.seed + 10_000,
+                n_show=4,
+                top_p=cfg.top_p,
+                chat_template=cfg.chat_template,
+                score_batch_size=cfg.score_batch_size,
+                logits_chunk=cfg.logits_chunk,
+                autocast_dtype=sampling.autocast_dtype,
+            )
+            if main
+            else None
+        )
         for s in ev.pop("samples"):
             samples_log.write({"step": step, **s})
         return ev
 
     def checkpoint(step: int) -> None:
-        save_run_checkpoint(run.run_dir, run.lora or run.policy, run.tokenizer, algo, step, run.prompts)  # with LoRA: the adapters
+        save_run_checkpoint(
+            run.run_dir, run.lora or run.policy, run.tokenizer, algo, step, run.prompts
+        )  # with LoRA: the adapters
 
     saved = run.start if run.resumed else None  # the step of the checkpoint on disk
-    bar = tqdm(range(run.start + 1, cfg.steps + 1), desc=cfg.algo, disable=not cfg.progress or not main, dynamic_ncols=True, initial=run.start, total=cfg.steps)
+    bar = tqdm(
+        range(run.start + 1, cfg.steps + 1),
+        desc=cfg.algo,
+        disable=not cfg.progress or not main,
+        dynamic_ncols=True,
+        initial=run.start,
+        total=cfg.steps,
+    )
     try:
         if run.start == 0:
             row0 = {"step": 0, **run_eval(0)}
@@ -292,9 +457,13 @@ def run_loop(run: Run) -> list[dict]:
             m = algo.update(ro)  # skips the optimizer step itself if anything is non-finite
             t2 = time.perf_counter()
             row = {"step": step, **batch.rollout_stats(ro), **info, **m}  # the whole batch, every process's rows
-            row.update(batch.ratios(breakdown_metrics(run.task, ro.rows, ro.completions, ro.correct.tolist())))  # per level, if the task has levels
+            row.update(
+                batch.ratios(breakdown_metrics(run.task, ro.rows, ro.completions, ro.correct.tolist()))
+            )  # per level, if the task has levels
             n = len(ro.completions)
-            row.update(batch.ratios({k: (v * n, n) for k, v in run.task.completion_metrics(ro.completions).items()}))  # e.g. the batch's scratchpad share
+            row.update(
+                batch.ratios({k: (v * n, n) for k, v in run.task.completion_metrics(ro.completions).items()})
+            )  # e.g. the batch's scratchpad share
             row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
@@ -306,8 +475,15 @@ def run_loop(run: Run) -> list[dict]:
                 row["stopped"] = said.stop.line()
                 metrics_log.write(row)
                 rows.append(row)
-                kept = f"last checkpoint kept: step {saved}" if saved is not None else f"no checkpoint was written before it (save_every {cfg.save_every})"
-                raise doctor.RunCollapsed(f"{said.stop.line()}. Rows so far: {metrics_path}; {kept}; --no-stop-on-collapse (stop_on_collapse=False) trains on", said.stop)
+                kept = (
+                    f"last checkpoint kept: step {saved}"
+                    if saved is not None
+                    else f"no checkpoint was written before it (save_every {cfg.save_every})"
+                )
+                raise doctor.RunCollapsed(
+                    f"{said.stop.line()}. Rows so far: {metrics_path}; {kept}; --no-stop-on-collapse (stop_on_collapse=False) trains on",
+                    said.stop,
+                )
             if m.get("nonfinite") and cfg.on_nonfinite == "stop":
                 row["stopped"] = "non-finite loss or gradient; the update was not applied"
                 metrics_log.write(row)
@@ -320,9 +496,18 @@ def run_loop(run: Run) -> list[dict]:
                 row.update(run_eval(step))
             metrics_log.write(row)
             rows.append(row)
-            bar.set_postfix(reward=f"{row['reward_mean']:.3f}", acc=f"{row['accuracy']:.2f}", **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}),
-                            **({"doctor": said.postfix()} if said.postfix() else {}))
-            if cfg.save_every and step % cfg.save_every == 0 and step != cfg.steps and not (said.pending and cfg.stop_on_collapse):
+            bar.set_postfix(
+                reward=f"{row['reward_mean']:.3f}",
+                acc=f"{row['accuracy']:.2f}",
+                **({"eval": f"{row['eval_accuracy']:.2f}"} if "eval_accuracy" in row else {}),
+                **({"doctor": said.postfix()} if said.postfix() else {}),
+            )
+            if (
+                cfg.save_every
+                and step % cfg.save_every == 0
+                and step != cfg.steps
+                and not (said.pending and cfg.stop_on_collapse)
+            ):
                 checkpoint(step)  # not while a collapse is under way: the checkpoint a stop keeps is from before it
                 saved = step
         checkpoint(cfg.steps)
@@ -333,7 +518,9 @@ def run_loop(run: Run) -> list[dict]:
     return rows
 
 
-def train(cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False) -> RunMetrics:
+def train(
+    cfg: TrainConfig, algo_cfg=None, policy=None, tokenizer=None, task: Task | None = None, resume: bool = False
+) -> RunMetrics:
     """Run one training job and return its metrics rows (:class:`~rlalgos.engine.runs.RunMetrics`,
     a DataFrame whose ``run_dir`` is ``cfg.out_dir``).
 

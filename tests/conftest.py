@@ -7,10 +7,20 @@ import torch
 from filelock import FileLock
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cores: one thread each (two busy 2-thread processes slow each other ~10x)
+if os.environ.get(
+    "PYTEST_XDIST_WORKER"
+):  # `make test` runs 2 workers on 2 cores: one thread each (two busy 2-thread processes slow each other ~10x)
     torch.set_num_threads(int(os.environ.get("RLALGOS_TEST_THREADS", "1")))
 
-SLOW_FIRST = ("tests/test_learning.py", "notebooks/", "tests/test_distributed.py", "tests/test_benchmarks.py", "tests/test_gpu_check.py", "tests/test_trust.py", "tests/test_newcomer.py")
+SLOW_FIRST = (
+    "tests/test_learning.py",
+    "notebooks/",
+    "tests/test_distributed.py",
+    "tests/test_benchmarks.py",
+    "tests/test_gpu_check.py",
+    "tests/test_trust.py",
+    "tests/test_newcomer.py",
+)
 """Where the minutes-long items are, longest first: collected first, so that parallel workers
 start on them and end together instead of one finishing a long item alone."""
 

@@ -28,8 +28,16 @@ from rlalgos.record import Rollout
 G = 4
 # (algorithm, loss_agg, groups on process 0 / process 1): the even split gives the
 # processes different token counts, the uneven one different answer counts too
-CASES = [(algo, agg, split) for algo, agg in [("grpo", "token-mean"), ("grpo", "seq-mean-token-mean"), ("grpo", "seq-mean-token-sum-norm"), ("ppo", "token-mean")]
-         for split in ((2, 2), (1, 3))]
+CASES = [
+    (algo, agg, split)
+    for algo, agg in [
+        ("grpo", "token-mean"),
+        ("grpo", "seq-mean-token-mean"),
+        ("grpo", "seq-mean-token-sum-norm"),
+        ("ppo", "token-mean"),
+    ]
+    for split in ((2, 2), (1, 3))
+]
 
 
 def case_name(case) -> str:
@@ -48,19 +56,43 @@ def fixed_rollout(groups: int = 4, P: int = 5, T: int = 10, seed: int = 0) -> Ro
     prompt_ids = torch.where(prompt_mask.bool(), torch.randint(4, len(tok), (N, P), generator=g), tok.pad_token_id)
     lengths = torch.randint(1, T + 1, (N,), generator=g)
     completion_mask = (torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)).float()  # (N, T)
-    completion_ids = torch.where(completion_mask.bool(), torch.randint(4, len(tok), (N, T), generator=g), tok.pad_token_id)
+    completion_ids = torch.where(
+        completion_mask.bool(), torch.randint(4, len(tok), (N, T), generator=g), tok.pad_token_id
+    )
     rewards = torch.tensor([1.0, 0.0, 0.0, 1.0] * groups)[torch.randperm(N, generator=g)]
     rewards.view(groups, G)[:, 0], rewards.view(groups, G)[:, 1] = 1.0, 0.0  # no group has one reward only
-    return Rollout(prompts=["p"] * N, completions=["c"] * N, rows=[{}] * N, prompt_ids=prompt_ids, prompt_mask=prompt_mask,
-                   completion_ids=completion_ids, completion_mask=completion_mask, truncated=lengths == T, old_logprobs=None, ref_logprobs=None,
-                   rewards=rewards, reward_parts={"correct": rewards}, group_size=G, pad_token_id=tok.pad_token_id)
+    return Rollout(
+        prompts=["p"] * N,
+        completions=["c"] * N,
+        rows=[{}] * N,
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        truncated=lengths == T,
+        old_logprobs=None,
+        ref_logprobs=None,
+        rewards=rewards,
+        reward_parts={"correct": rewards},
+        group_size=G,
+        pad_token_id=tok.pad_token_id,
+    )
 
 
 def make_algo(algo: str, agg: str):
     """A tiny model and ``algo`` set up so that one update's gradient is exactly the batch's:
     one epoch, one minibatch, no clipping of the gradient norm; micro-batches of 3 rows in 2 length buckets."""
     policy = tiny_model(char_tokenizer(), seed=0, hidden=32, layers=1, heads=2, intermediate=64)
-    cfg = make_config(algo, loss_agg=agg, epochs=1, minibatches=1, kl_coef=0.0, max_grad_norm=1e9, micro_batch_size=3, length_buckets=2)
+    cfg = make_config(
+        algo,
+        loss_agg=agg,
+        epochs=1,
+        minibatches=1,
+        kl_coef=0.0,
+        max_grad_norm=1e9,
+        micro_batch_size=3,
+        length_buckets=2,
+    )
     return get_algorithm(algo)(policy, cfg, max_new_tokens=10)
 
 
@@ -106,8 +138,20 @@ def run_train(out: Path, model: str) -> None:
     from rlalgos.model import load_policy
     from rlalgos.train import TrainConfig, resume, train
 
-    cfg = dict(model=model, steps=4, prompts_per_step=4, group_size=4, max_new_tokens=12, eval_every=2, eval_prompts=4, eval_samples=1,
-               progress=False, save_every=2, seed=3, algo="dapo")
+    cfg = dict(
+        model=model,
+        steps=4,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=12,
+        eval_every=2,
+        eval_prompts=4,
+        eval_samples=1,
+        progress=False,
+        save_every=2,
+        seed=3,
+        algo="dapo",
+    )
     policy, tok = load_policy(model, "cpu")
     train(TrainConfig(**cfg, out_dir=str(out / "full")), policy=policy, tokenizer=tok)
     (out / f"weights-{distributed.rank()}.txt").write_text(weights_hash(policy))
@@ -115,7 +159,11 @@ def run_train(out: Path, model: str) -> None:
     resume(out / "cut", steps=4)
 
 
-LEARN = ("15", "3e-4", "0")  # the learning check's steps, lr and seed (test_two_processes_learn sizes its threshold for these)
+LEARN = (
+    "15",
+    "3e-4",
+    "0",
+)  # the learning check's steps, lr and seed (test_two_processes_learn sizes its threshold for these)
 
 
 def run_learn(out: Path, model: str, steps: str, lr: str, seed: str) -> None:
@@ -128,15 +176,31 @@ def run_learn(out: Path, model: str, steps: str, lr: str, seed: str) -> None:
 
     task = get_task("addition")
     task = replace(task, train=task.train[:16], test=task.train[:16])
-    cfg = TrainConfig(model=model, algo="grpo", steps=int(steps), prompts_per_step=16, group_size=8, eval_every=0, eval_prompts=16, eval_samples=4,
-                      progress=False, save_every=0, seed=int(seed), out_dir=str(out / "learn"))
+    cfg = TrainConfig(
+        model=model,
+        algo="grpo",
+        steps=int(steps),
+        prompts_per_step=16,
+        group_size=8,
+        eval_every=0,
+        eval_prompts=16,
+        eval_samples=4,
+        progress=False,
+        save_every=0,
+        seed=int(seed),
+        out_dir=str(out / "learn"),
+    )
     train(cfg, make_config("grpo", lr=float(lr)), task=task)
 
 
 if __name__ == "__main__":
     distributed.setup("cpu", 2)
     what, out = sys.argv[1], Path(sys.argv[2])
-    jobs = {"grads": lambda: run_grads(out), "train": lambda: run_train(out, sys.argv[3]), "learn": lambda: run_learn(out, *sys.argv[3:])}
+    jobs = {
+        "grads": lambda: run_grads(out),
+        "train": lambda: run_train(out, sys.argv[3]),
+        "learn": lambda: run_learn(out, *sys.argv[3:]),
+    }
     jobs["all"] = lambda: (run_grads(out), run_train(out, sys.argv[3]), run_learn(out, sys.argv[3], *LEARN))
     jobs[what]()
     (out / f"done-{distributed.rank()}.json").write_text(json.dumps({"world": distributed.world_size()}))

@@ -61,7 +61,9 @@ CASES = [
 TEST_SEEDS = (0,)
 
 
-def run_learning_case(algo: str, steps: int, prompts: int, seed: int, out_dir: Path, eval_every: int = 0) -> tuple[float, float, float]:
+def run_learning_case(
+    algo: str, steps: int, prompts: int, seed: int, out_dir: Path, eval_every: int = 0
+) -> tuple[float, float, float]:
     """Train ``algo`` from the shipped base model (``prompts`` prompts x 8 answers per
     step, otherwise its defaults) and return (sampled test accuracy before, after,
     training seconds), on 200 test prompts x 4 samples. ``eval_every``: evaluate in between
@@ -70,8 +72,19 @@ def run_learning_case(algo: str, steps: int, prompts: int, seed: int, out_dir: P
     from rlalgos.config import TrainConfig, make_config
     from rlalgos.train import train
 
-    cfg = TrainConfig(algo=algo, steps=steps, prompts_per_step=prompts, eval_every=eval_every, eval_prompts=200, eval_samples=4, seed=seed, out_dir=str(out_dir),
-                      progress=False, save_every=0, overwrite=True)
+    cfg = TrainConfig(
+        algo=algo,
+        steps=steps,
+        prompts_per_step=prompts,
+        eval_every=eval_every,
+        eval_prompts=200,
+        eval_samples=4,
+        seed=seed,
+        out_dir=str(out_dir),
+        progress=False,
+        save_every=0,
+        overwrite=True,
+    )
     df = train(cfg, make_config(algo))
     ev = df.dropna(subset=["eval_accuracy"])
     return float(ev["eval_accuracy"].iloc[0]), float(ev["eval_accuracy"].iloc[-1]), float(df["step_seconds"].sum())

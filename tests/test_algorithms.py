@@ -26,25 +26,47 @@ REF = torch.log(torch.tensor([[0.5, 0.25, 0.5], [0.4, 0.4, 0.4], [0.5, 0.5, 0.5]
 def fixed_rollout(**kw) -> Rollout:
     N, T = MASK.shape
     fields = dict(
-        prompts=["p0", "p0", "p1", "p1"], completions=["a", "b", "c", "d"], rows=[{}] * 4,
-        prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
-        completion_ids=torch.ones(N, T, dtype=torch.long), completion_mask=MASK.clone(),
-        truncated=torch.tensor([True, False, False, False]), old_logprobs=OLD.clone(), ref_logprobs=REF.clone(),
-        rewards=REWARDS.clone(), reward_parts={"correct": REWARDS.clone()}, group_size=2,
+        prompts=["p0", "p0", "p1", "p1"],
+        completions=["a", "b", "c", "d"],
+        rows=[{}] * 4,
+        prompt_ids=torch.ones(N, 1, dtype=torch.long),
+        prompt_mask=torch.ones(N, 1, dtype=torch.long),
+        completion_ids=torch.ones(N, T, dtype=torch.long),
+        completion_mask=MASK.clone(),
+        truncated=torch.tensor([True, False, False, False]),
+        old_logprobs=OLD.clone(),
+        ref_logprobs=REF.clone(),
+        rewards=REWARDS.clone(),
+        reward_parts={"correct": REWARDS.clone()},
+        group_size=2,
     )
     fields.update(kw)
     return Rollout(**fields)
 
 
-
 def test_every_per_token_field_is_declared_and_trimmed_and_concatenated():
     """A (N, T, ...) field is declared once (record.per_token): trimmed() cuts it and concat() re-pads it."""
     N, T = MASK.shape
-    extra = {"old_entropy": torch.rand(N, T), "old_kl_exact": torch.rand(N, T), "rollout_logprobs": OLD.clone(), "ref_logits": torch.rand(N, T, 5)}
-    ro = fixed_rollout(**extra, completion_mask=MASK * torch.tensor([[1.0], [1.0], [1.0], [0.0]]), prompt_ids=torch.ones(N, 2, dtype=torch.long),
-                       prompt_mask=torch.tensor([[0, 1]] * N))
+    extra = {
+        "old_entropy": torch.rand(N, T),
+        "old_kl_exact": torch.rand(N, T),
+        "rollout_logprobs": OLD.clone(),
+        "ref_logits": torch.rand(N, T, 5),
+    }
+    ro = fixed_rollout(
+        **extra,
+        completion_mask=MASK * torch.tensor([[1.0], [1.0], [1.0], [0.0]]),
+        prompt_ids=torch.ones(N, 2, dtype=torch.long),
+        prompt_mask=torch.tensor([[0, 1]] * N),
+    )
     completion = {f.name for f in token_fields(ro, "completion")}
-    wide = {f.name for f in dataclasses.fields(ro) if isinstance(getattr(ro, f.name), torch.Tensor) and getattr(ro, f.name).dim() >= 2 and f.name not in ("prompt_ids", "prompt_mask")}
+    wide = {
+        f.name
+        for f in dataclasses.fields(ro)
+        if isinstance(getattr(ro, f.name), torch.Tensor)
+        and getattr(ro, f.name).dim() >= 2
+        and f.name not in ("prompt_ids", "prompt_mask")
+    }
     assert completion == wide  # every per-token completion tensor is declared as one
     assert {f.name for f in token_fields(ro, "prompt")} == {"prompt_ids", "prompt_mask"}
     short = ro.select([1]).trimmed()  # answer 1 is 2 tokens long, its prompt 1
@@ -55,6 +77,7 @@ def test_every_per_token_field_is_declared_and_trimmed_and_concatenated():
         torch.testing.assert_close(getattr(both, name)[1], getattr(ro, name)[0])
         assert getattr(both, name)[0, 2:].eq(0).all(), name  # right-padded
     assert both.prompt_ids.shape == (2, 2) and both.prompt_mask[0].tolist() == [0, 1]  # left-padded
+
 
 def make(algo_cls, **cfg):
     policy = torch.nn.Linear(1, 1)  # the loss tests never call the model
@@ -98,6 +121,7 @@ def test_grpo_loss_by_hand():
     # answer 1 (A=-a): ratios 0.5, 1.0 -> max(0.5a, 0.8a), max(a, a) -> (0.8a + a) / 2
     pg = ((-a * (1.2 + 1.0 + 1.1)) / 3 + (0.8 * a + a) / 2 + 0 + 0) / 4
     assert m["pg_loss"] == pytest.approx(pg, abs=1e-6)
+
     # k3 per token, d = ref - new: answer 0: log(.5/.65), log(.25/.5), log(.5/.55); answer 1: log 2, 0
     def k3(d):
         return math.exp(d) - d - 1
@@ -182,11 +206,18 @@ def test_dynamic_sampling_leaves_no_zero_variance_group():
         r = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0])[: 2 * n] if n <= 4 else torch.ones(2 * n)
         N = len(r)
         return fixed_rollout(
-            prompts=[f"p{i // 2}" for i in range(N)], completions=["x"] * N, rows=[{}] * N,
-            prompt_ids=torch.ones(N, 1, dtype=torch.long), prompt_mask=torch.ones(N, 1, dtype=torch.long),
-            completion_ids=torch.ones(N, 3, dtype=torch.long), completion_mask=torch.ones(N, 3),
-            truncated=torch.zeros(N, dtype=torch.bool), old_logprobs=None, ref_logprobs=None,
-            rewards=r, reward_parts={"correct": r},
+            prompts=[f"p{i // 2}" for i in range(N)],
+            completions=["x"] * N,
+            rows=[{}] * N,
+            prompt_ids=torch.ones(N, 1, dtype=torch.long),
+            prompt_mask=torch.ones(N, 1, dtype=torch.long),
+            completion_ids=torch.ones(N, 3, dtype=torch.long),
+            completion_mask=torch.ones(N, 3),
+            truncated=torch.zeros(N, dtype=torch.bool),
+            old_logprobs=None,
+            ref_logprobs=None,
+            rewards=r,
+            reward_parts={"correct": r},
         )
 
     batch, info = algo.collect(sample, 4)
@@ -195,6 +226,7 @@ def test_dynamic_sampling_leaves_no_zero_variance_group():
     assert calls == [4, 4]
     # bounded: when nothing is ever informative it gives up after max_resample_rounds
     algo2 = make(DAPO, max_resample_rounds=2)
+
     def dull(n, temperature=None):
         return sample(5)  # all-ones rewards
 
@@ -212,13 +244,16 @@ def test_kl_stages_schedule():
     assert algo.kl_coef_now() == 0.05
 
 
-@pytest.mark.parametrize("bad,msg", [
-    (dict(lr=-1.0), "lr must be > 0"),
-    (dict(clip_low=1.5), "clip_low must be in"),
-    (dict(minibatches=3), "do not split into 3 minibatches"),
-    (dict(loss_agg="mean"), "unknown loss_agg"),
-    (dict(kl_coef=-0.1), "kl_coef must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        (dict(lr=-1.0), "lr must be > 0"),
+        (dict(clip_low=1.5), "clip_low must be in"),
+        (dict(minibatches=3), "do not split into 3 minibatches"),
+        (dict(loss_agg="mean"), "unknown loss_agg"),
+        (dict(kl_coef=-0.1), "kl_coef must be >= 0"),
+    ],
+)
 def test_config_validation_messages(bad, msg):
     with pytest.raises(ValueError, match=msg):
         make_config("grpo", **bad).validate(8, 32)
@@ -231,8 +266,17 @@ def test_every_algorithm_runs_a_few_steps_and_moves_the_policy(name, tmp_path):
     from rlalgos.model import load_policy
 
     extra = {"ppo": dict(minibatches=2)}.get(name, {})
-    cfg = TrainConfig(algo=name, steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=2,
-                      out_dir=str(tmp_path / name), progress=False)
+    cfg = TrainConfig(
+        algo=name,
+        steps=2,
+        prompts_per_step=4,
+        group_size=4,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=2,
+        out_dir=str(tmp_path / name),
+        progress=False,
+    )
     df = train(cfg, make_config(name, **extra))
     last = df.iloc[-1]
     for key in ("reward_mean", "entropy", "kl", "clip_frac", "grad_norm", "zero_std_frac", "eval_accuracy"):
@@ -261,7 +305,16 @@ def test_policy_gradient_comes_from_the_advantages(name, tiny):
     policy, tok = tiny
     task = addition_task()
     torch.manual_seed(0)
-    ro = rollout(policy, tok, task.train[:4], 4, task.rewards, SamplingConfig(max_new_tokens=8, temperature=2.0), ref_model=frozen_copy(policy), old_logprobs=False)
+    ro = rollout(
+        policy,
+        tok,
+        task.train[:4],
+        4,
+        task.rewards,
+        SamplingConfig(max_new_tokens=8, temperature=2.0),
+        ref_model=frozen_copy(policy),
+        old_logprobs=False,
+    )
     ro = ro.with_rewards(torch.tensor([1.0, 0.0, 0.0, 1.0] * 4))  # every group informative
     cfg = make_config(name, **({"epochs": 1, "minibatches": 1} if name == "ppo" else {}))
     algo = get_algorithm(name)(policy, cfg, max_new_tokens=8)
@@ -271,7 +324,15 @@ def test_policy_gradient_comes_from_the_advantages(name, tiny):
         policy.zero_grad(set_to_none=True)
         from rlalgos.engine.forward import forward_logprobs
 
-        out = forward_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, ro.temperature, with_entropy=True)
+        out = forward_logprobs(
+            policy,
+            ro.prompt_ids,
+            ro.prompt_mask,
+            ro.completion_ids,
+            ro.completion_mask,
+            ro.temperature,
+            with_entropy=True,
+        )
         loss, _ = algo.loss(ro, out, a, out["logprobs"].detach())
         loss.backward()
         return sum(p.grad.abs().sum().item() for p in policy.parameters() if p.grad is not None)

@@ -55,7 +55,19 @@ def run(script: str, *args: str, tmp_path: Path | None = None) -> list[dict]:
 
 
 def test_step_throughput_splits_the_step():
-    (row,) = run("step_throughput.py", "--algo", "grpo", "--steps", "1", "--prompts", "2", "--group-size", "2", "--max-new-tokens", "8")
+    (row,) = run(
+        "step_throughput.py",
+        "--algo",
+        "grpo",
+        "--steps",
+        "1",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "8",
+    )
     assert row["algo"] == "grpo" and row["step_seconds"] > 0
     # the stages are measured, not derived: each real stage took time, and together they fit in the step
     assert row["generate_seconds"] > 0 and row["update_seconds"] > 0
@@ -69,15 +81,34 @@ def test_step_throughput_splits_the_step():
 def test_memory_peak_follows_the_chunk_not_the_batch():
     # the update pass only (forward + backward, the larger peak; the score pass is the same chunked forward
     # without the graph): three measurements, each in its own process, instead of six
-    rows = run("memory.py", "--vocab", "50000", "--hidden", "32", "--length", "16", "--prompt-len", "4", "--unchunked-rows", "4", "--chunked-rows", "2,8", "--chunks", "8",
-               "--passes", "update")
+    rows = run(
+        "memory.py",
+        "--vocab",
+        "50000",
+        "--hidden",
+        "32",
+        "--length",
+        "16",
+        "--prompt-len",
+        "4",
+        "--unchunked-rows",
+        "4",
+        "--chunked-rows",
+        "2,8",
+        "--chunks",
+        "8",
+        "--passes",
+        "update",
+    )
     mem = {(r["pass"], r["logits_chunk"], r["rows"]): r for r in rows if r["measure"] == "memory"}
     assert set(mem) == {("update", c, n) for c, n in ((0, 4), (8, 2), (8, 8))}
     assert all(r["tokens"] == r["rows"] * 16 and r["peak_extra_mb"] >= 0 and r["seconds"] > 0 for r in mem.values())
     # twice the tokens of the unchunked pass, a fraction of its memory (50,000 x 64 fp32 logits: 12 MB a copy)
     assert mem["update", 8, 8]["peak_extra_mb"] < mem["update", 0, 4]["peak_extra_mb"] / 1.5
     growth = {r["pass"]: r for r in rows if r["measure"] == "memory_growth"}
-    assert set(growth) == {"update"} and growth["update"]["logits_chunk"] == 8 and growth["update"]["tokens"] == [32, 128]
+    assert (
+        set(growth) == {"update"} and growth["update"]["logits_chunk"] == 8 and growth["update"]["tokens"] == [32, 128]
+    )
 
 
 def test_scaling_reports_each_point_against_the_baseline():
@@ -88,30 +119,93 @@ def test_scaling_reports_each_point_against_the_baseline():
 
 
 def test_learning_efficiency_summarises_runs(tmp_path):
-    rows = run("learning_efficiency.py", "--algos", "grpo,dapo", "--seeds", "0,1", "--steps", "2", "--eval-every", "1", "--eval-prompts", "4",
-               "--prompts", "2", "--group-size", "2", "--thresholds", "0.0,1.01", "--out-dir", str(tmp_path / "le"), "--quiet", tmp_path=tmp_path)
+    rows = run(
+        "learning_efficiency.py",
+        "--algos",
+        "grpo,dapo",
+        "--seeds",
+        "0,1",
+        "--steps",
+        "2",
+        "--eval-every",
+        "1",
+        "--eval-prompts",
+        "4",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--thresholds",
+        "0.0,1.01",
+        "--out-dir",
+        str(tmp_path / "le"),
+        "--quiet",
+        tmp_path=tmp_path,
+    )
     runs = [r for r in rows if r["measure"] == "learning_run"]
     summary = {r["algo"]: r for r in rows if r["measure"] == "learning_efficiency"}
     assert len(runs) == 4 and set(summary) == {"grpo", "dapo"}
     grpo_runs = [r for r in runs if r["algo"] == "grpo"]
-    assert all(r["eval_steps"] == [0, 1, 2] and r["samples"] == 2 * 2 * 2 for r in grpo_runs)  # 2 steps x 2 prompts x G=2, no extra rounds
+    assert all(
+        r["eval_steps"] == [0, 1, 2] and r["samples"] == 2 * 2 * 2 for r in grpo_runs
+    )  # 2 steps x 2 prompts x G=2, no extra rounds
     assert all(r["samples"] >= 8 for r in runs if r["algo"] == "dapo")  # dynamic sampling only adds samples
     finals = [r["eval_accuracy"][-1] for r in grpo_runs]
     assert summary["grpo"]["final_eval_accuracy"] == pytest.approx(sum(finals) / 2, abs=1e-4)
     assert summary["grpo"]["steps_to_0.00"] == 0.0  # reached before training
     assert summary["grpo"]["steps_to_1.01"] is None and summary["dapo"]["samples_to_1.01"] is None  # never reached
     assert (tmp_path / "le" / "learning_efficiency.png").exists()
-    again = run("learning_efficiency.py", "--algos", "grpo,dapo", "--seeds", "0,1", "--steps", "2", "--eval-every", "1", "--eval-prompts", "4",
-                "--prompts", "2", "--group-size", "2", "--thresholds", "0.0,1.01", "--out-dir", str(tmp_path / "le"), "--quiet", "--reuse", tmp_path=tmp_path)
+    again = run(
+        "learning_efficiency.py",
+        "--algos",
+        "grpo,dapo",
+        "--seeds",
+        "0,1",
+        "--steps",
+        "2",
+        "--eval-every",
+        "1",
+        "--eval-prompts",
+        "4",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--thresholds",
+        "0.0,1.01",
+        "--out-dir",
+        str(tmp_path / "le"),
+        "--quiet",
+        "--reuse",
+        tmp_path=tmp_path,
+    )
     assert [r for r in again if r["measure"] == "learning_efficiency"] == list(summary.values())
 
 
 def test_trl_side_by_side_runs_both():
     pytest.importorskip("trl")
-    rows = run("trl_side_by_side.py", "--rounds", "1", "--steps", "2", "--prompts", "2", "--group-size", "2", "--max-new-tokens", "8", "--learn-steps", "2", "--eval-prompts", "4")
+    rows = run(
+        "trl_side_by_side.py",
+        "--rounds",
+        "1",
+        "--steps",
+        "2",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--learn-steps",
+        "2",
+        "--eval-prompts",
+        "4",
+    )
     summary = next(r for r in rows if r["measure"] == "trl_side_by_side")
     assert summary["trl_step_seconds"] > 0 and summary["rlalgos_step_seconds"] > 0 and summary["ratio_step_seconds"] > 0
-    assert summary["ratio_step_seconds"] == pytest.approx(summary["rlalgos_step_seconds"] / summary["trl_step_seconds"], rel=0.05)
+    assert summary["ratio_step_seconds"] == pytest.approx(
+        summary["rlalgos_step_seconds"] / summary["trl_step_seconds"], rel=0.05
+    )
     learning = next(r for r in rows if r["measure"] == "learning")
     # 4 eval prompts x 4 samples: each accuracy is a count of right answers out of 16
     for key in ("eval_accuracy_before", "trl_eval_accuracy", "rlalgos_eval_accuracy"):
@@ -119,12 +213,36 @@ def test_trl_side_by_side_runs_both():
 
 
 def test_regimes_pairs_arms_by_seed_and_reuses_finished_runs(tmp_path):
-    args = ["--only", "truncation", "--seeds", "0,1", "--steps", "2", "--prompts", "2", "--group-size", "2", "--eval-every", "1", "--eval-prompts", "4",
-            "--jobs", "1", "--out-dir", str(tmp_path / "runs"), "--fig-dir", str(tmp_path / "fig"), "--quiet"]
+    args = [
+        "--only",
+        "truncation",
+        "--seeds",
+        "0,1",
+        "--steps",
+        "2",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--eval-every",
+        "1",
+        "--eval-prompts",
+        "4",
+        "--jobs",
+        "1",
+        "--out-dir",
+        str(tmp_path / "runs"),
+        "--fig-dir",
+        str(tmp_path / "fig"),
+        "--quiet",
+    ]
     rows = run("regimes.py", *args, tmp_path=tmp_path)
     effects = [r for r in rows if r["measure"] == "regime_effect"]
     arms = {r["arm"]: r for r in rows if r["measure"] == "regime_arm"}
-    assert set(arms) == {"grpo", "overlong_filter", "dapo"} and {r["arm"] for r in effects} == {"overlong_filter", "dapo"}
+    assert set(arms) == {"grpo", "overlong_filter", "dapo"} and {r["arm"] for r in effects} == {
+        "overlong_filter",
+        "dapo",
+    }
     assert all(r["seeds"] == 2 and r["verdict"] in ("shown", "within noise") for r in effects)
     acc = next(r for r in effects if r["arm"] == "dapo" and r["metric"] == "eval_accuracy")
     assert acc["diff"] == pytest.approx(acc["arm_mean"] - acc["base_mean"], abs=1e-3)  # paired over the same seeds
@@ -138,16 +256,51 @@ def test_regimes_pairs_arms_by_seed_and_reuses_finished_runs(tmp_path):
 
 
 def test_sweep_speedup_times_both_ways(tmp_path):
-    (row,) = run("sweep_speedup.py", "--algos", "grpo", "--seeds", "2", "--steps", "1", "--prompts", "2", "--group-size", "2", "--eval-prompts", "4", "--repeats", "1",
-                 "--out-dir", str(tmp_path / "sweep"), tmp_path=tmp_path)
-    assert row["runs"] == 2 and row["jobs"] == 2 and row["sequential_seconds"] > 0 and row["parallel_seconds"] > 0 and len(row["speedups"]) == row["repeats"] == 1
+    (row,) = run(
+        "sweep_speedup.py",
+        "--algos",
+        "grpo",
+        "--seeds",
+        "2",
+        "--steps",
+        "1",
+        "--prompts",
+        "2",
+        "--group-size",
+        "2",
+        "--eval-prompts",
+        "4",
+        "--repeats",
+        "1",
+        "--out-dir",
+        str(tmp_path / "sweep"),
+        tmp_path=tmp_path,
+    )
+    assert (
+        row["runs"] == 2
+        and row["jobs"] == 2
+        and row["sequential_seconds"] > 0
+        and row["parallel_seconds"] > 0
+        and len(row["speedups"]) == row["repeats"] == 1
+    )
     assert row["speedup"] == pytest.approx(row["sequential_seconds"] / row["parallel_seconds"], rel=0.05)
-    assert all((tmp_path / "sweep" / way / f"grpo_s{s}" / "metrics.jsonl").exists() for way in ("sequential", "parallel") for s in (0, 1))
+    assert all(
+        (tmp_path / "sweep" / way / f"grpo_s{s}" / "metrics.jsonl").exists()
+        for way in ("sequential", "parallel")
+        for s in (0, 1)
+    )
 
 
 def test_kl_subsample_benchmark_compares_the_same_runs():
-    (*seeds, row) = run("kl_subsample.py", "--seeds", "0", "--steps", "3", "--prompts", "4", "--group-size", "4", "--rows", "4")
-    assert row["measure"] == "kl_subsample" and row["rows_per_step"] == 16 and row["kl_sample_rows"] == 4 and row["steps_compared"] == 2
+    (*seeds, row) = run(
+        "kl_subsample.py", "--seeds", "0", "--steps", "3", "--prompts", "4", "--group-size", "4", "--rows", "4"
+    )
+    assert (
+        row["measure"] == "kl_subsample"
+        and row["rows_per_step"] == 16
+        and row["kl_sample_rows"] == 4
+        and row["steps_compared"] == 2
+    )
     assert row["step_seconds_exact"] > 0 and row["logprobs_seconds_sampled"] > 0 and 0 <= row["coverage_1.96se"] <= 1
     assert seeds[0]["seed"] == 0 and seeds[0]["stderr_last"] >= 0
 
@@ -157,4 +310,6 @@ def test_step_profile_accounts_for_each_phase():
     assert [r["phase"] for r in rows] == ["generate", "update"]
     for r in rows:
         shares = {k: v for k, v in r.items() if k.startswith("share_")}
-        assert r["seconds"] > 0 and shares["share_matmul"] > 0 and sum(shares.values()) == pytest.approx(1.0, abs=0.02), r
+        assert (
+            r["seconds"] > 0 and shares["share_matmul"] > 0 and sum(shares.values()) == pytest.approx(1.0, abs=0.02)
+        ), r

@@ -88,8 +88,10 @@ class _Server(ThreadingHTTPServer):
 def site(built_once):
     """The book built by docs/build_book.py (make docs' code path) and served on a free port."""
     if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed (no /usr/bin/chromium): run `make browser` "
-                    "or `apt-get install -y chromium` to run the book test")
+        pytest.skip(
+            "Chromium is not installed (no /usr/bin/chromium): run `make browser` "
+            "or `apt-get install -y chromium` to run the book test"
+        )
     for module in ("mkdocs", "material", "mkdocs_jupyter", "jupyter_server_mathjax"):
         _require(module, 'pip install -e ".[docs]"')
     _require("playwright", 'pip install -e ".[test]" (the Python package only; no `playwright install`)')
@@ -116,8 +118,8 @@ def browser(site, tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh, empty --user-data-dir
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
-            timeout=180_000)  # a loaded 2-core machine (the suite beside it) can take more than the default 30 s
+            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, timeout=180_000
+        )  # a loaded 2-core machine (the suite beside it) can take more than the default 30 s
         context.set_default_timeout(120_000)  # page loads too
         try:
             yield context
@@ -181,8 +183,9 @@ def crawl(site, browser):
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-@pytest.mark.parametrize("md", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))],
-                         ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "md", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
 def test_relative_links_in_the_markdown_exist(md):
     """Every relative link in README.md and docs/*.md names a file in the repository (as on GitHub)."""
     text = re.sub(r"```.*?```", "", md.read_text(encoding="utf-8"), flags=re.S)
@@ -201,8 +204,9 @@ def test_saved_progress_bars_show_where_they_ended(nb):
     """A tqdm bar is saved as text at 0% and as a widget state at its end: a viewer without widgets
     (a code-hosting site) shows the text, so the text must be the end (make notebooks settles it)."""
     build_book = _build_book()
-    assert build_book.settle_widget_text(json.loads(nb.read_text(encoding="utf-8"))) == 0, \
+    assert build_book.settle_widget_text(json.loads(nb.read_text(encoding="utf-8"))) == 0, (
         f"{nb.name}: a progress bar's saved text is not its final state; run python docs/build_book.py --settle {nb.relative_to(ROOT)}"
+    )
 
 
 def _notebook_url(base: str, nb: Path) -> str:
@@ -261,7 +265,8 @@ def test_no_broken_internal_links_or_images(site, crawl):
 
 def test_the_book_needs_nothing_from_outside(crawl):
     assert not crawl["outside"], "pages fetched from outside the site:\n" + "\n".join(
-        f"{page} -> {url}" for page, url in crawl["outside"])
+        f"{page} -> {url}" for page, url in crawl["outside"]
+    )
 
 
 def test_math_is_typeset_offline(site, browser):
@@ -269,7 +274,9 @@ def test_math_is_typeset_offline(site, browser):
     base, _ = site
     page = browser.new_page()
     page.goto(base + "notebooks/03_grpo.html", wait_until="load")
-    page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0"
-                           " && document.querySelectorAll('.MathJax, .MathJax_CHTML, mjx-container').length > 0",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0"
+        " && document.querySelectorAll('.MathJax, .MathJax_CHTML, mjx-container').length > 0",
+        timeout=30_000,
+    )
     page.close()

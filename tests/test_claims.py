@@ -22,10 +22,16 @@ def test_published_numbers_are_still_in_the_committed_outputs(claim):
 
 def test_pages_are_generated_from_the_json_no_hand_edits():
     records = claims.load_published()
-    assert list(records) == [c.id for c in claims.CLAIMS], "every claim has docs/claims/<id>.json (python docs/extract_claims.py)"
-    assert claims.PAGE.read_text(encoding="utf-8") == claims.render_page(records), "docs/claims.md differs from `rlalgos claims report`"
+    assert list(records) == [c.id for c in claims.CLAIMS], (
+        "every claim has docs/claims/<id>.json (python docs/extract_claims.py)"
+    )
+    assert claims.PAGE.read_text(encoding="utf-8") == claims.render_page(records), (
+        "docs/claims.md differs from `rlalgos claims report`"
+    )
     readme = claims.README.read_text(encoding="utf-8")
-    assert readme == claims.readme_with_block(readme, claims.render_readme_block(records)), "README.md's claims block differs from `rlalgos claims report`"
+    assert readme == claims.readme_with_block(readme, claims.render_readme_block(records)), (
+        "README.md's claims block differs from `rlalgos claims report`"
+    )
     assert len(readme.splitlines()) < 250
 
 
@@ -45,10 +51,16 @@ def test_every_claim_is_well_formed():
             outs = nb["cells"][int(cell)].get("outputs", [])
             assert any("image/png" in o.get("data", {}) for o in outs), f"{c.id}: {c.figure} holds no figure"
         if c.arms:
-            assert (c.base in c.arms or c.fit) and c.run_dir, c.id  # a fit (pass@k against the base model) may have no base arm
+            assert (c.base in c.arms or c.fit) and c.run_dir, (
+                c.id
+            )  # a fit (pass@k against the base model) may have no base arm
             assert set(c.train) <= set(c.arms), f"{c.id}: train settings for arms it does not have"
-            for e in c.expects:  # `claims run` computes every comparison the claim makes: none may name an arm it does not train
-                assert e.arm in c.arms and (e.base or c.base) in c.arms, f"{c.id}: {e.arm} vs {e.base or c.base} names an arm not in its arms"
+            for e in (
+                c.expects
+            ):  # `claims run` computes every comparison the claim makes: none may name an arm it does not train
+                assert e.arm in c.arms and (e.base or c.base) in c.arms, (
+                    f"{c.id}: {e.arm} vs {e.base or c.base} names an arm not in its arms"
+                )
         for e in c.expects:
             assert e.direction in (1, -1), c.id
 
@@ -69,19 +81,34 @@ def test_directed_verdicts():
 
 def test_run_claim_end_to_end_at_tiny_settings(tmp_path):
     """Two arms, one seed, two steps, in a tmp folder; a second call reuses the finished runs."""
-    kw = dict(seeds=[0], out_dir=tmp_path / "out", runs_dir=tmp_path / "runs", progress=False,
-              steps=2, prompts_per_step=2, group_size=2, eval_prompts=2, eval_samples=1, eval_every=0)
+    kw = dict(
+        seeds=[0],
+        out_dir=tmp_path / "out",
+        runs_dir=tmp_path / "runs",
+        progress=False,
+        steps=2,
+        prompts_per_step=2,
+        group_size=2,
+        eval_prompts=2,
+        eval_samples=1,
+        eval_every=0,
+    )
     with pytest.warns(UserWarning, match="a verdict needs at least 3"):
         record = claims.run_claim("rloo-matches-grpo", **kw)
     assert record["verdict"] == "one seed" and record["numbers_from"] == "rlalgos claims run"
-    assert json.loads((tmp_path / "out" / "rloo-matches-grpo.json").read_text())["effects"][0]["metric"] == "eval_accuracy"
+    assert (
+        json.loads((tmp_path / "out" / "rloo-matches-grpo.json").read_text())["effects"][0]["metric"] == "eval_accuracy"
+    )
     assert (tmp_path / "runs" / "rloo-matches-grpo" / "rloo" / "seed0" / "metrics.jsonl").exists()
     before = (tmp_path / "runs" / "rloo-matches-grpo" / "grpo" / "seed0" / "metrics.jsonl").stat().st_mtime
     with pytest.warns(UserWarning):
         again = claims.run_claim("rloo-matches-grpo", **kw)
     assert (tmp_path / "runs" / "rloo-matches-grpo" / "grpo" / "seed0" / "metrics.jsonl").stat().st_mtime == before
     assert again["effects"] == record["effects"]
-    with pytest.raises(ValueError, match="holds another run"), pytest.warns(UserWarning):  # other settings, same folders: never overwritten silently
+    with (
+        pytest.raises(ValueError, match="holds another run"),
+        pytest.warns(UserWarning),
+    ):  # other settings, same folders: never overwritten silently
         claims.run_claim("rloo-matches-grpo", **{**kw, "steps": 3})
 
 
@@ -92,17 +119,37 @@ def test_the_passk_claim_samples_each_checkpoint_and_the_base_model(tmp_path, mo
 
     monkeypatch.setattr(measures, "PASSK_N", 4)
     monkeypatch.setattr(measures, "PASSK_PROMPTS", 2)
-    kw = dict(seeds=[0], out_dir=tmp_path / "out", runs_dir=tmp_path / "runs", progress=False, steps=1, prompts_per_step=2, group_size=2, eval_prompts=2, eval_samples=1)
+    kw = dict(
+        seeds=[0],
+        out_dir=tmp_path / "out",
+        runs_dir=tmp_path / "runs",
+        progress=False,
+        steps=1,
+        prompts_per_step=2,
+        group_size=2,
+        eval_prompts=2,
+        eval_samples=1,
+    )
     with pytest.warns(UserWarning, match="a verdict needs at least 3"):
         record = claims.run_claim("rl-sharpens", **kw)
     rows = {(e["arm"], e["metric"]): e for e in record["effects"]}
     assert set(rows) == {(a, m) for a in ("grpo", "dapo") for m in ("pass@1", "pass@4")}
     for (_, metric), e in rows.items():
-        assert e["base"] == measures.BASE_MODEL and e["headline"] == (metric == "pass@1") and e["direction"] == (1 if metric == "pass@1" else -1)
-        assert 0 <= e["arm_mean"] <= 1 and 0 <= e["base_mean"] <= 1 and abs(e["diff"] - (e["arm_mean"] - e["base_mean"])) < 1e-6
+        assert (
+            e["base"] == measures.BASE_MODEL
+            and e["headline"] == (metric == "pass@1")
+            and e["direction"] == (1 if metric == "pass@1" else -1)
+        )
+        assert (
+            0 <= e["arm_mean"] <= 1
+            and 0 <= e["base_mean"] <= 1
+            and abs(e["diff"] - (e["arm_mean"] - e["base_mean"])) < 1e-6
+        )
     run = tmp_path / "runs" / "rl-sharpens" / "grpo" / "seed0"
     assert (run / "passk_n4_p2.csv").exists() and (run.parent / "base_passk_n4_p2.csv").exists()
-    assert not (tmp_path / "runs" / "rl-sharpens" / "dapo" / "base_passk_n4_p2.csv").exists()  # the base model is sampled once, not once per arm
+    assert not (
+        tmp_path / "runs" / "rl-sharpens" / "dapo" / "base_passk_n4_p2.csv"
+    ).exists()  # the base model is sampled once, not once per arm
     assert rows["grpo", "pass@1"]["base_mean"] == rows["dapo", "pass@1"]["base_mean"]
     with pytest.warns(UserWarning):
         assert claims.run_claim("rl-sharpens", **kw)["effects"] == record["effects"]  # runs and samples read back
@@ -115,18 +162,25 @@ def test_a_claim_measured_on_rollouts_runs_without_training(tmp_path):
         record = claims.run_claim("truncated-not-wrong", seeds=[0], out_dir=tmp_path / "out")
     (effect,) = record["effects"]
     assert effect["metric"] == "truncated_correct_frac" and effect["base_mean"] == 0 and 0 < effect["arm_mean"] < 1
-    assert effect["diff"] == effect["arm_mean"] and record["verdict"] == "one seed" and record["measure"].startswith("rlalgos.workbook.measures.truncation")
+    assert (
+        effect["diff"] == effect["arm_mean"]
+        and record["verdict"] == "one seed"
+        and record["measure"].startswith("rlalgos.workbook.measures.truncation")
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with pytest.raises(ValueError, match="takes no training overrides"), pytest.warns(UserWarning):
         claims.run_claim("truncated-not-wrong", seeds=[0], out_dir=tmp_path / "out", steps=2)
 
 
-@pytest.mark.parametrize("argv, msg", [
-    (["claims", "run", "no-such-claim"], "unknown claim 'no-such-claim'"),
-    (["claims", "run", "rloo-matches-grpo", "--seeds", "1,,x"], "--seeds must be comma-separated"),
-    (["claims", "run", "rloo-matches-grpo", "--seeds", "1,1,2"], "names a seed twice"),
-    (["claims", "run", "truncated-not-wrong", "--steps", "2"], "takes no training overrides"),
-])
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["claims", "run", "no-such-claim"], "unknown claim 'no-such-claim'"),
+        (["claims", "run", "rloo-matches-grpo", "--seeds", "1,,x"], "--seeds must be comma-separated"),
+        (["claims", "run", "rloo-matches-grpo", "--seeds", "1,1,2"], "names a seed twice"),
+        (["claims", "run", "truncated-not-wrong", "--steps", "2"], "takes no training overrides"),
+    ],
+)
 def test_cli_bad_inputs_are_one_line_exit_2(argv, msg, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -154,12 +208,16 @@ def test_full_mode_minutes_are_the_committed_runs_own():
         return (at(end) - at(start)).total_seconds() / 60
 
     for page in (claims.README, claims.ROOT / "docs" / "index.md"):
-        rows = re.findall(r"^\| \[`(\d\d_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|", page.read_text(encoding="utf-8"), re.M)
+        rows = re.findall(
+            r"^\| \[`(\d\d_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|", page.read_text(encoding="utf-8"), re.M
+        )
         assert len(rows) == len(list((claims.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))), page
         for name, full, star in rows:
             if not star:
                 got = wall_minutes(claims.ROOT / "notebooks" / f"{name}.ipynb")
-                assert abs(got - float(full)) <= 0.15, f"{page.name}: {name} says {full} min, its committed run took {got:.1f}"
+                assert abs(got - float(full)) <= 0.15, (
+                    f"{page.name}: {name} says {full} min, its committed run took {got:.1f}"
+                )
 
 
 class _Captured(Exception):
@@ -182,7 +240,9 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
             seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
         raise _Captured
 
-    def train_stub(cfg, algo_cfg=None, **kwargs):  # a notebook that trains one run at a time (05): record it, hand back a stand-in
+    def train_stub(
+        cfg, algo_cfg=None, **kwargs
+    ):  # a notebook that trains one run at a time (05): record it, hand back a stand-in
         import pandas as pd
 
         seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
@@ -201,9 +261,16 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
     return seen
 
 
-@pytest.mark.parametrize("notebook, cells", [("04_improved_grpo.ipynb", [1, 2, 16, 48]), ("08_after_dapo.ipynb", [1, 2, 12]),
-                                             ("07_reward_model.ipynb", [1, 2, 10]), ("10_engines.ipynb", [1, 2, 9, 21]),
-                                             ("05_side_by_side.ipynb", [1, 2, 8])])
+@pytest.mark.parametrize(
+    "notebook, cells",
+    [
+        ("04_improved_grpo.ipynb", [1, 2, 16, 48]),
+        ("08_after_dapo.ipynb", [1, 2, 12]),
+        ("07_reward_model.ipynb", [1, 2, 10]),
+        ("10_engines.ipynb", [1, 2, 9, 21]),
+        ("05_side_by_side.ipynb", [1, 2, 8]),
+    ],
+)
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
     """Every claim measured in these notebooks names exactly the runs the notebook trains: the same folder, the same
     TrainConfig (all but out_dir / overwrite / progress) and the same algorithm config. So `claims run` on the
@@ -225,7 +292,9 @@ def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
             nb_cfg, nb_algo = jobs[key]
             strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
             assert strip(cfg) == strip(nb_cfg), f"{claim.id}: {arm} seed {seed}: TrainConfig differs from {notebook}'s"
-            assert asdict(algo_cfg) == asdict(nb_algo) and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from {notebook}'s"
+            assert asdict(algo_cfg) == asdict(nb_algo) and type(algo_cfg) is type(nb_algo), (
+                f"{claim.id}: {arm}: algorithm config differs from {notebook}'s"
+            )
 
 
 def test_the_learning_benchmark_trains_the_registry_runs_of_its_claim():
@@ -239,7 +308,9 @@ def test_the_learning_benchmark_trains_the_registry_runs_of_its_claim():
 
     import sys
 
-    spec = importlib.util.spec_from_file_location("learning_efficiency", claims.ROOT / "benchmarks" / "learning_efficiency.py")
+    spec = importlib.util.spec_from_file_location(
+        "learning_efficiency", claims.ROOT / "benchmarks" / "learning_efficiency.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(claims.ROOT / "benchmarks"))  # its _common
     try:
@@ -284,13 +355,17 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
 
     g["run"] = lambda label, algo, algo_cfg, task: record(label, algo, algo_cfg, task=task)
     g["run_side_by_side"] = lambda arms: [record(label, algo, cfg, **kw) for label, (algo, cfg, kw) in arms.items()]
-    g["RUNS"]["baseline"] = [pd.DataFrame({"step": [0, 1], "entropy": [0.0, 0.0]})]  # for the threshold line (not compared)
+    g["RUNS"]["baseline"] = [
+        pd.DataFrame({"step": [0, 1], "entropy": [0.0, 0.0]})
+    ]  # for the threshold line (not compared)
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code" or i in (1, 2):
             continue
         for stmt in ast.parse("".join(cell["source"])).body:
             text = ast.unparse(stmt)
-            constant = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in stmt.targets)
+            constant = isinstance(stmt, ast.Assign) and all(
+                isinstance(t, ast.Name) and t.id.isupper() for t in stmt.targets
+            )
             if constant or text.startswith(("run(", "run_side_by_side(")):
                 exec(compile(text, f"06[{i}]", "exec"), g)
     strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
@@ -306,7 +381,9 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
             if arm == "e_monitor":
                 assert mine_algo.pop("entropy_threshold") == claims.NB06_MONITOR_THRESHOLD
                 theirs.pop("entropy_threshold")
-            assert mine_algo == theirs and type(algo_cfg) is type(nb_algo), f"{claim.id}: {arm}: algorithm config differs from notebook 06's"
+            assert mine_algo == theirs and type(algo_cfg) is type(nb_algo), (
+                f"{claim.id}: {arm}: algorithm config differs from notebook 06's"
+            )
 
 
 def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
@@ -317,7 +394,9 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
     from rlalgos.tasks import get_task
     from rlalgos.workbook import measures, troubleshooting
 
-    monkeypatch.setattr(troubleshooting, "medium_pool", lambda seed=0, pool=256, pool_g=8: ([{"prompt": "1+1=", "answer": "2"}], [0.5]))  # no sampling here
+    monkeypatch.setattr(
+        troubleshooting, "medium_pool", lambda seed=0, pool=256, pool_g=8: ([{"prompt": "1+1=", "answer": "2"}], [0.5])
+    )  # no sampling here
     tasks: dict = {}
     for c in claims.CLAIMS:
         if c.kind == "exact":
@@ -330,7 +409,13 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
         for _, _, cfg, algo_cfg in c.train_configs((20, 21, 22)):
             cfg.validate()
             algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
-            assert cfg.model == "" or (claims.ROOT / cfg.model / "config.json").exists() or (claims.Path(cfg.model) / "config.json").exists(), f"{c.id}: {cfg.model}"
-            assert not cfg.reward_model or (claims.Path(cfg.reward_model) / "config.json").exists(), f"{c.id}: {cfg.reward_model}"
+            assert (
+                cfg.model == ""
+                or (claims.ROOT / cfg.model / "config.json").exists()
+                or (claims.Path(cfg.model) / "config.json").exists()
+            ), f"{c.id}: {cfg.model}"
+            assert not cfg.reward_model or (claims.Path(cfg.reward_model) / "config.json").exists(), (
+                f"{c.id}: {cfg.reward_model}"
+            )
             if cfg.task not in tasks:
                 tasks[cfg.task] = get_task(cfg.task)

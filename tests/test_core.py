@@ -109,7 +109,9 @@ def test_token_logprobs_vs_plain_and_log_softmax(temperature):
     tokens = torch.randint(0, V, (B, T), generator=g)
     out = core.token_logprobs(logits, tokens, temperature=temperature)
     assert out.shape == (B, T)
-    expected = [[_ref_logprob(logits[b, t].tolist(), int(tokens[b, t]), temperature) for t in range(T)] for b in range(B)]
+    expected = [
+        [_ref_logprob(logits[b, t].tolist(), int(tokens[b, t]), temperature) for t in range(T)] for b in range(B)
+    ]
     assert_close(out, _t(expected), atol=1e-5, rtol=1e-5)
     # and agrees with a full log_softmax + gather
     ls = torch.log_softmax(logits / temperature, dim=-1)
@@ -154,7 +156,11 @@ def test_entropy_vs_explicit_p_log_p(temperature):
 def test_entropy_temperature_direction():
     logits = _t([[[0.0, 1.0, 2.0]]])
     h1 = core.entropy_from_logits(logits).item()
-    assert core.entropy_from_logits(logits, temperature=2.0).item() > h1 > core.entropy_from_logits(logits, temperature=0.5).item()
+    assert (
+        core.entropy_from_logits(logits, temperature=2.0).item()
+        > h1
+        > core.entropy_from_logits(logits, temperature=0.5).item()
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -259,7 +265,7 @@ def test_group_advantages_vs_plain_statistics():
     r = rewards.tolist()
     expected = []
     for p in range(len(r) // G):
-        grp = r[p * G:(p + 1) * G]
+        grp = r[p * G : (p + 1) * G]
         mu, sd = statistics.mean(grp), statistics.stdev(grp)
         expected += [(x - mu) / (sd + eps) for x in grp]
     assert_close(out, _t(expected), atol=1e-5, rtol=1e-5)
@@ -509,7 +515,9 @@ def test_policy_loss_symmetric_clip_by_hand():
     # ratio_mean: (0.5+0.9+1.1+1.25+1.3)/5 = 1.01
     assert met["ratio_mean"] == pytest.approx(1.01, abs=1e-6)
     # approx_kl = mean(r - 1 - ln r)
-    akl = statistics.mean([r - 1 - math.log(r) for r in RATIOS])  # (0.193147 + 0.005361 + 0.004690 + 0.026856 + 0.037636) / 5 = 0.053538
+    akl = statistics.mean(
+        [r - 1 - math.log(r) for r in RATIOS]
+    )  # (0.193147 + 0.005361 + 0.004690 + 0.026856 + 0.037636) / 5 = 0.053538
     assert met["approx_kl"] == pytest.approx(akl, abs=1e-6)
     assert met["approx_kl"] == pytest.approx(0.0535379, abs=1e-6)
 

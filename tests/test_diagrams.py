@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from rlalgos.workbook.diagrams import dataflow, failure_chain, family_tree, token_view, token_view_from_rollout, token_weights
+from rlalgos.workbook.diagrams import (
+    dataflow,
+    failure_chain,
+    family_tree,
+    token_view,
+    token_view_from_rollout,
+    token_weights,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +39,11 @@ def overlaps(fig) -> list[tuple[str, str]]:
     """Pairs of drawn texts whose boxes on the canvas intersect (a few pixels of slack)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    drawn = [t for t in list(fig.texts) + [t for ax in fig.axes for t in ax.texts] if t.get_text().strip() and t.get_visible()]
+    drawn = [
+        t
+        for t in list(fig.texts) + [t for ax in fig.axes for t in ax.texts]
+        if t.get_text().strip() and t.get_visible()
+    ]
     boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(1.0, 1.0).padded(-1.5)) for t in drawn]
     return [(a, b) for (a, ba), (b, bb) in combinations(boxes, 2) if ba.overlaps(bb)]
 
@@ -41,8 +52,20 @@ def test_failure_chain_draws_every_failure_and_every_cut():
     fig = failure_chain()
     assert len(fig.axes) == 1
     drawn = "\n".join(texts(fig))
-    for label in ("entropy collapse", "zero-signal groups", "long answers diluted", "truncation", "noisy rewards",
-                  "clip-higher", "0.28", "dynamic sampling", "token-level loss (token-mean)", "overlong shaping", "KL off", "entropy monitor"):
+    for label in (
+        "entropy collapse",
+        "zero-signal groups",
+        "long answers diluted",
+        "truncation",
+        "noisy rewards",
+        "clip-higher",
+        "0.28",
+        "dynamic sampling",
+        "token-level loss (token-mean)",
+        "overlong shaping",
+        "KL off",
+        "entropy monitor",
+    ):
         assert label in drawn, label
     assert overlaps(fig) == []
     plt.close(fig)
@@ -58,9 +81,38 @@ def test_family_tree_places_every_algorithm_and_cites_its_paper():
     """Every registered algorithm preset has its place in the picture, and every variant its arXiv id."""
     fig = family_tree()
     drawn = "\n".join(texts(fig))
-    for label in ("REINFORCE", "PPO", "GRPO", "DAPO", "RLOO", "expert iteration (ei)", "Dr. GRPO", "GSPO", "dual-clip", "Clip-Cov", "KL-Cov", "CISPO", "SAPO", "TIS", "MIS"):
+    for label in (
+        "REINFORCE",
+        "PPO",
+        "GRPO",
+        "DAPO",
+        "RLOO",
+        "expert iteration (ei)",
+        "Dr. GRPO",
+        "GSPO",
+        "dual-clip",
+        "Clip-Cov",
+        "KL-Cov",
+        "CISPO",
+        "SAPO",
+        "TIS",
+        "MIS",
+    ):
         assert label in drawn, label
-    for arxiv in ("1707.06347", "2402.03300", "2503.14476", "2402.14740", "2203.14465", "2304.06767", "2503.20783", "2507.18071", "1912.09729", "2505.22617", "2506.13585", "2511.20347"):
+    for arxiv in (
+        "1707.06347",
+        "2402.03300",
+        "2503.14476",
+        "2402.14740",
+        "2203.14465",
+        "2304.06767",
+        "2503.20783",
+        "2507.18071",
+        "1912.09729",
+        "2505.22617",
+        "2506.13585",
+        "2511.20347",
+    ):
         assert arxiv in drawn, arxiv
     assert overlaps(fig) == []
     plt.close(fig)
@@ -70,9 +122,25 @@ def test_dataflow_shows_the_models_of_each_algorithm():
     fig = dataflow()
     assert len(fig.axes) == 2
     ppo, grpo = ("\n".join(t.get_text() for t in ax.texts) for ax in fig.axes)
-    for label in ("policy", "reference", "critic", "reward fn", "GAE", "value loss", "policy, reference, critic (3 models)"):
+    for label in (
+        "policy",
+        "reference",
+        "critic",
+        "reward fn",
+        "GAE",
+        "value loss",
+        "policy, reference, critic (3 models)",
+    ):
         assert label in ppo, label
-    for label in ("policy", "reference", "no critic", "replaced by the group", "group statistics", "k3 KL", "(2 models; no critic)"):
+    for label in (
+        "policy",
+        "reference",
+        "no critic",
+        "replaced by the group",
+        "group statistics",
+        "k3 KL",
+        "(2 models; no critic)",
+    ):
         assert label in grpo, label
     assert "GAE" not in grpo
     assert overlaps(fig) == []
@@ -92,7 +160,9 @@ def test_token_weights_equal_the_hand_computed_values():
     np.testing.assert_allclose(token_level.sum(1), ADV * np.array(LENGTHS) / N)
     assert (np.sign(per_answer.sum(1)) == np.sign(ADV)).all()
     # the dilution: the long wrong answer's tokens weigh half the short wrong one's per-answer, the same token-level
-    assert per_answer[2, 0] == pytest.approx(per_answer[1, 0] / 2) and token_level[2, 0] == pytest.approx(token_level[1, 0])
+    assert per_answer[2, 0] == pytest.approx(per_answer[1, 0] / 2) and token_level[2, 0] == pytest.approx(
+        token_level[1, 0]
+    )
 
 
 def test_token_weights_take_per_token_advantages():
@@ -120,7 +190,9 @@ def test_token_view_from_a_rollout_draws_the_first_group():
     ro = SimpleNamespace(
         completion_ids=torch.tensor([x + [tok.pad_token_id] * (T - len(x)) for x in ids]),
         completion_mask=torch.tensor([[1.0] * len(x) + [0.0] * (T - len(x)) for x in ids]),
-        rewards=torch.tensor([1.0, 0.0, 0.0, 1.0]), group_size=2)
+        rewards=torch.tensor([1.0, 0.0, 0.0, 1.0]),
+        group_size=2,
+    )
     fig = token_view_from_rollout(ro, tok, modes=("token-mean",))
     assert len(fig.axes) == 2
     drawn = texts(fig)

@@ -79,13 +79,24 @@ def test_processes_keep_identical_weights(runs):
 
 
 def test_two_processes_write_one_run_folder_with_one_row_per_step(runs):
-    assert sorted(p.name for p in (runs / "full").iterdir()) == ["checkpoint", "config.json", "metrics.jsonl", "samples.jsonl"]
+    assert sorted(p.name for p in (runs / "full").iterdir()) == [
+        "checkpoint",
+        "config.json",
+        "metrics.jsonl",
+        "samples.jsonl",
+    ]
     df = load_metrics(runs / "full")
     assert df["step"].tolist() == [0, 1, 2, 3, 4]
     assert df["eval_accuracy"].notna().tolist() == [True, False, True, False, True]
-    assert (df["ds_batch_groups"].iloc[1:] <= 4).all() and (df["ds_sampled_groups"].iloc[1:] % 2 == 0).all()  # global counts
+    assert (df["ds_batch_groups"].iloc[1:] <= 4).all() and (
+        df["ds_sampled_groups"].iloc[1:] % 2 == 0
+    ).all()  # global counts
     state = torch.load(runs / "full" / "checkpoint" / "trainer_state.pt", weights_only=False)
-    assert state["world_size"] == 2 and len(state["rank_rng"]) == 2 and not torch.equal(*[s["torch"] for s in state["rank_rng"]])
+    assert (
+        state["world_size"] == 2
+        and len(state["rank_rng"]) == 2
+        and not torch.equal(*[s["torch"] for s in state["rank_rng"]])
+    )
 
 
 def test_two_processes_resume_to_the_rows_of_an_uninterrupted_run(runs):
@@ -109,7 +120,15 @@ def test_two_processes_learn(launched):
 def test_a_batch_that_does_not_split_over_the_processes_is_one_line(tmp_path, tiny_dir):
     env = {**ENV, "WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
     argv = ["train", "grpo", "--model", tiny_dir, "--prompts-per-step", "3", "--out-dir", tmp_path / "r"]
-    proc = subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, argv)], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlalgos.tools.cli", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     err = proc.stderr.strip()
-    assert proc.returncode == 2 and "prompts_per_step=3 does not split over 2 processes" in err and "\n" not in err, err[-2000:]
+    assert proc.returncode == 2 and "prompts_per_step=3 does not split over 2 processes" in err and "\n" not in err, (
+        err[-2000:]
+    )
     assert not (tmp_path / "r").exists()

@@ -15,8 +15,23 @@ from rlalgos.train import load_metrics
 
 # 2 prompts x G=2: prompt 0 has one right answer (row 0, 3 tokens), prompt 1 none
 REWARDS = torch.tensor([1.0, 0.0, 0.0, 0.0])
-TINY = ["--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-every", "0", "--eval-prompts", "2",
-        "--eval-samples", "1", "--no-progress"]
+TINY = [
+    "--steps",
+    "2",
+    "--prompts-per-step",
+    "2",
+    "--group-size",
+    "2",
+    "--max-new-tokens",
+    "6",
+    "--eval-every",
+    "0",
+    "--eval-prompts",
+    "2",
+    "--eval-samples",
+    "1",
+    "--no-progress",
+]
 
 
 def test_advantage_is_1_on_kept_answers_and_the_rest_leave_the_loss():
@@ -26,11 +41,16 @@ def test_advantage_is_1_on_kept_answers_and_the_rest_leave_the_loss():
     assert adv.metrics == {"ei_kept_frac": 0.25, "ei_empty_groups": 1.0}
 
 
-@pytest.mark.parametrize("keep,threshold,kept", [
-    ("correct", 0.4, [1, 1, 0, 0]), ("best", 0.4, [1, 0, 0, 0]),  # best: only the group's highest reward
-    ("correct", 0.1, [1, 1, 1, 1]), ("best", 0.1, [1, 0, 1, 1]),  # ties at the group's highest are all kept
-    ("best", 2.0, [0, 0, 0, 0]),  # the best must still reach the threshold
-])
+@pytest.mark.parametrize(
+    "keep,threshold,kept",
+    [
+        ("correct", 0.4, [1, 1, 0, 0]),
+        ("best", 0.4, [1, 0, 0, 0]),  # best: only the group's highest reward
+        ("correct", 0.1, [1, 1, 1, 1]),
+        ("best", 0.1, [1, 0, 1, 1]),  # ties at the group's highest are all kept
+        ("best", 2.0, [0, 0, 0, 0]),  # the best must still reach the threshold
+    ],
+)
 def test_keep_rules(keep, threshold, kept):
     ro = fixed_rollout(rewards=torch.tensor([1.0, 0.5, 0.2, 0.2]))
     assert make(ExpertIteration, keep=keep, keep_threshold=threshold).kept(ro).tolist() == kept
@@ -66,7 +86,9 @@ def test_kl_penalty_is_reinforces_on_the_kept_answers():
     assert adv.values.squeeze(-1).tolist() == pytest.approx([1 - 0.5 * math.log(2), 0.0, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("bad,msg", [({"baseline": "leave_one_out"}, "ei has no baseline"), ({"keep": "all"}, "unknown keep 'all'")])
+@pytest.mark.parametrize(
+    "bad,msg", [({"baseline": "leave_one_out"}, "ei has no baseline"), ({"keep": "all"}, "unknown keep 'all'")]
+)
 def test_config_errors_are_one_line(bad, msg):
     with pytest.raises(ValueError, match=msg):
         make_config("ei", **bad).validate(group_size=2, num_sequences=4)
@@ -81,13 +103,20 @@ def test_cli_runs_ei_and_resume_matches_the_uninterrupted_run(tmp_path, tiny_dir
     assert cli.main(["resume", str(tmp_path / "cut"), "--steps", "3"]) == 0
     full, resumed = load_metrics(tmp_path / "full"), load_metrics(tmp_path / "cut")
     train_rows = lambda df: df[df["step"] > 0].reset_index(drop=True)  # noqa: E731
-    assert train_rows(full)["ei_kept_frac"].tolist() == [1.0] * 3 and train_rows(full)["ei_empty_groups"].tolist() == [0.0] * 3
+    assert (
+        train_rows(full)["ei_kept_frac"].tolist() == [1.0] * 3
+        and train_rows(full)["ei_empty_groups"].tolist() == [0.0] * 3
+    )
     assert (train_rows(full)["grad_norm"] > 0).all()
     cols = ["reward_mean", "entropy", "grad_norm", "completion_len", "loss", "ei_kept_frac"]
     assert train_rows(full)[cols].equals(train_rows(resumed)[cols])
     assert cli.main(["train", "ei", "--model", str(tiny_dir), *TINY, "--out-dir", str(tmp_path / "none")]) == 0
     rows = train_rows(load_metrics(tmp_path / "none"))
-    assert rows["ei_kept_frac"].tolist() == [0.0, 0.0] and rows["ei_empty_groups"].tolist() == [2.0, 2.0] and rows["grad_norm"].tolist() == [0.0, 0.0]
+    assert (
+        rows["ei_kept_frac"].tolist() == [0.0, 0.0]
+        and rows["ei_empty_groups"].tolist() == [2.0, 2.0]
+        and rows["grad_norm"].tolist() == [0.0, 0.0]
+    )
 
 
 def test_export_says_in_one_line_that_ei_has_no_equivalent(tmp_path, capsys):

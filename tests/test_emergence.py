@@ -30,7 +30,9 @@ def test_wrong_trace_keeps_the_structure_and_gets_every_sum_wrong():
 
 def test_signal_chance_and_the_two_laws():
     assert em.signal_chance(0.03, 0.5, 8) == pytest.approx(1 - (1 - 0.015) ** 8)
-    assert em.batch_chance(0.01, 0.5, 8, 16) == pytest.approx(em.batch_chance(0.01, 0.5, 16, 8))  # only G x prompts counts
+    assert em.batch_chance(0.01, 0.5, 8, 16) == pytest.approx(
+        em.batch_chance(0.01, 0.5, 16, 8)
+    )  # only G x prompts counts
     for law in (None, 16):
         rate = em.fit_rate(0.1, 0.5, 8, 7.0, law)
         assert em.predicted_takeover(0.1, 0.5, 8, rate, law) == pytest.approx(7.0, abs=0.01)
@@ -52,8 +54,12 @@ def test_a_rare_model_builds_bit_for_bit_and_its_profile_adds_up(tmp_path):
     cfg = em.EmergenceConfig(kind="rare", share=0.6, out_dir=str(tmp_path / "a"), progress=False)
     a = em.make_model(cfg, profile_prompts=8, profile_samples=2)
     assert a["share"] < 0.7 and a["shifted_share"] <= 0.6 and a["choice_steps"] >= 1
-    assert a["predicted_accuracy"] == pytest.approx(a["share"] * a["competence"] + (1 - a["share"]) * a["direct_accuracy"], abs=1e-4)
-    b = em.make_model(em.EmergenceConfig(**{**asdict(cfg), "out_dir": str(tmp_path / "b")}), profile_prompts=8, profile_samples=2)
+    assert a["predicted_accuracy"] == pytest.approx(
+        a["share"] * a["competence"] + (1 - a["share"]) * a["direct_accuracy"], abs=1e-4
+    )
+    b = em.make_model(
+        em.EmergenceConfig(**{**asdict(cfg), "out_dir": str(tmp_path / "b")}), profile_prompts=8, profile_samples=2
+    )
     assert a["sha256"] == b["sha256"] == em.folder_sha256(tmp_path / "a")
     with pytest.raises(FileExistsError):  # never over a model without --overwrite
         em.make_model(cfg, profile_prompts=8, profile_samples=2)
@@ -64,7 +70,10 @@ def test_the_command_line_refuses_bad_settings_in_one_line(tmp_path, capsys):
     from rlalgos.tools.cli import main
 
     out = tmp_path / "m"
-    for args, words in [(["--share", "0.9"], "share must be in (0, 0.7)"), (["--kind", "rare", "--max-steps", "0"], "max_steps >= 1")]:
+    for args, words in [
+        (["--share", "0.9"], "share must be in (0, 0.7)"),
+        (["--kind", "rare", "--max-steps", "0"], "max_steps >= 1"),
+    ]:
         assert main(["emergence-model", *args, "--out-dir", str(out), "--no-progress"]) == 2
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
@@ -80,7 +89,9 @@ def test_the_claims_train_exactly_the_notebooks_runs():
         for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
             folder, model, algo, over = em.CLAIM_ARMS[arm]
             model_dir = model and em.model_cfg(*model, fast=False).folder()
-            want_cfg, want_algo = em.run_cfg(folder, model_dir, algo, seed, em.OUT, dict(em.RUNGS.get(algo, (algo, {}))[1]), **over)
+            want_cfg, want_algo = em.run_cfg(
+                folder, model_dir, algo, seed, em.OUT, dict(em.RUNGS.get(algo, (algo, {}))[1]), **over
+            )
             ignored = ("out_dir", "overwrite", "progress")  # where, not what: the settings that change no number
             got = {k: v for k, v in asdict(cfg).items() if k not in ignored}
             assert got == {k: v for k, v in asdict(want_cfg).items() if k not in ignored}, (claim.id, arm)

@@ -46,8 +46,7 @@ def test_raising_code_and_unanswered_give_one_line(capsys):
     def broken(rewards, group_size):
         return rewards.view(3, 5)  # 8 rewards do not reshape to 3 x 5
 
-    def empty(rewards, group_size):
-        ...
+    def empty(rewards, group_size): ...
 
     assert not check("01.1", broken) and not check("01.1", empty) and not check("02.1", [..., ..., ...])
     lines = capsys.readouterr().out.splitlines()
@@ -109,13 +108,17 @@ def test_prediction_option_checking():
 
 
 def test_table_predictions():
-    var_table = pd.DataFrame({"per_answer_var": [21.0, 34.0, 38.0, 210.0, 35.0, 38.5]},
-                             index=pd.MultiIndex.from_product([["r (0/1)", "r + 1"], ["none", "batch", "rloo"]]))
+    var_table = pd.DataFrame(
+        {"per_answer_var": [21.0, 34.0, 38.0, 210.0, 35.0, 38.5]},
+        index=pd.MultiIndex.from_product([["r (0/1)", "r + 1"], ["none", "batch", "rloo"]]),
+    )
     assert judge("01.3", "none", var_table=var_table)[0] and not judge("01.3", "rloo", var_table=var_table)[0]
     cost = pd.DataFrame({"update / reinforce": [1.0, 5.6]}, index=["reinforce", "ppo (2 epochs x 4 mb)"])
     assert judge("02.3", "4-8x", cost=cost)[0] and not judge("02.3", "2-3x", cost=cost)[0]
-    sweep = pd.DataFrame({"answers with signal": [49.5, 76.0, 102.0]},
-                         index=pd.MultiIndex.from_tuples([("fixed budget", g) for g in (2, 4, 8)]))
+    sweep = pd.DataFrame(
+        {"answers with signal": [49.5, 76.0, 102.0]},
+        index=pd.MultiIndex.from_tuples([("fixed budget", g) for g in (2, 4, 8)]),
+    )
     assert judge("03.3", "8", sweep=sweep)[0] and judge("03.3", 8, sweep=sweep)[0]
     timing = pd.DataFrame({"rollout s": [0.3, 0.5], "update s": [0.29, 0.28]}, index=["grpo", "dapo"])
     assert judge("05.2", "rollout", timing=timing)[0]

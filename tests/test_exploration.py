@@ -40,14 +40,27 @@ def test_breakdown_metrics_are_sums_per_level():
 def test_entropy_probe_logs_the_mechanism_and_the_level_split(tmp_path, minibatches):
     """The probe's 'before' entropy is the sampling policy's, the same number the step logs
     as ``entropy``; the change is measured after the update, on the same states."""
-    cfg = TrainConfig(algo="grpo", task="trap", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=8, eval_samples=2,
-                      out_dir=str(tmp_path / "run"), progress=False, entropy_probe=True)
+    cfg = TrainConfig(
+        algo="grpo",
+        task="trap",
+        steps=2,
+        prompts_per_step=4,
+        group_size=4,
+        eval_every=0,
+        eval_prompts=8,
+        eval_samples=2,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+        entropy_probe=True,
+    )
     df = train(cfg, make_config("grpo", kl_coef=0.0, minibatches=minibatches))
     steps = df[df["step"] > 0]
     for key in ("entropy_cov", "entropy_before", "entropy_after", "entropy_change"):
         assert steps[key].map(math.isfinite).all(), key
     assert steps["entropy_before"].tolist() == pytest.approx(steps["entropy"].tolist(), rel=1e-5)
-    assert steps["entropy_change"].tolist() == pytest.approx((steps["entropy_after"] - steps["entropy_before"]).tolist(), abs=1e-6)
+    assert steps["entropy_change"].tolist() == pytest.approx(
+        (steps["entropy_after"] - steps["entropy_before"]).tolist(), abs=1e-6
+    )
     assert (steps["entropy_change"] != 0).all()  # the update moved the policy
     last = df.iloc[-1]
     assert {"eval_accuracy/easy", "eval_accuracy/hard", "eval_scratchpad_frac/hard"} <= set(df.columns)
@@ -59,8 +72,18 @@ def test_entropy_probe_off_changes_nothing(tmp_path):
     """Same seed, same numbers with and without the probe (it only reads the policy)."""
     runs = []
     for probe in (False, True):
-        cfg = TrainConfig(algo="grpo", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=2,
-                          out_dir=str(tmp_path / f"p{probe}"), progress=False, entropy_probe=probe)
+        cfg = TrainConfig(
+            algo="grpo",
+            steps=2,
+            prompts_per_step=4,
+            group_size=4,
+            eval_every=0,
+            eval_prompts=4,
+            eval_samples=2,
+            out_dir=str(tmp_path / f"p{probe}"),
+            progress=False,
+            entropy_probe=probe,
+        )
         runs.append(train(cfg, make_config("grpo", minibatches=2)))
     a, b = (r[r["step"] > 0] for r in runs)
     for key in ("reward_mean", "entropy", "kl", "pg_loss", "grad_norm", "eval_accuracy"):
@@ -82,7 +105,9 @@ def test_covariance_sign_predicts_a_plain_gradient_step():
     assert dH.item() == pytest.approx(-lr * cov.item(), rel=0.02)
     # and the batch estimator in core, on tokens sampled from pi, has the same sign
     idx = torch.multinomial(p, 20000, replacement=True)
-    est = core.masked_mean(core.token_covariance(logp[idx][None], A[idx][None], torch.ones(1, 20000)), torch.ones(1, 20000))
+    est = core.masked_mean(
+        core.token_covariance(logp[idx][None], A[idx][None], torch.ones(1, 20000)), torch.ones(1, 20000)
+    )
     assert est.item() == pytest.approx(cov.item(), rel=0.1)
 
 
@@ -102,11 +127,25 @@ def test_pass_at_k_curve_from_samples():
     from rlalgos.workbook.exploration import pass_at_k_curve, per_prompt
 
     # prompt 0: 2 of 4 right (one answer); prompt 1: none right, two different wrong answers
-    s = pd.DataFrame({"prompt": [0, 0, 0, 0, 1, 1, 1, 1], "correct": [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-                      "scratchpad": [True, False, True, False] + [False] * 4, "answer": ["7", "8", "7", "9", "1", "2", "1", "1"]})
+    s = pd.DataFrame(
+        {
+            "prompt": [0, 0, 0, 0, 1, 1, 1, 1],
+            "correct": [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            "scratchpad": [True, False, True, False] + [False] * 4,
+            "answer": ["7", "8", "7", "9", "1", "2", "1", "1"],
+        }
+    )
     p = per_prompt(s, ks=(1, 2, 4))
-    assert p["pass@1"].tolist() == [0.5, 0.0] and p["pass@2"].tolist() == pytest.approx([1 - 1 / 6, 0.0]) and p["pass@4"].tolist() == [1.0, 0.0]
-    assert p["distinct_right"].tolist() == [1, 0] and p["distinct"].tolist() == [3, 2] and p["scratchpad"].tolist() == [0.5, 0.0]
+    assert (
+        p["pass@1"].tolist() == [0.5, 0.0]
+        and p["pass@2"].tolist() == pytest.approx([1 - 1 / 6, 0.0])
+        and p["pass@4"].tolist() == [1.0, 0.0]
+    )
+    assert (
+        p["distinct_right"].tolist() == [1, 0]
+        and p["distinct"].tolist() == [3, 2]
+        and p["scratchpad"].tolist() == [0.5, 0.0]
+    )
     curve = pass_at_k_curve(p, ks=(1, 4))
     assert curve["pass"].tolist() == [0.25, 0.5] and curve["se"].tolist() == pytest.approx([0.25, 0.5])
 
@@ -126,8 +165,18 @@ def test_run_or_reuse_trains_once_and_knows_a_changed_setting(tmp_path):
 
     from rlalgos.workbook.exploration import finished, run_or_reuse
 
-    cfg = TrainConfig(algo="grpo", steps=1, prompts_per_step=2, group_size=2, eval_every=0, eval_prompts=2, eval_samples=2,
-                      out_dir=str(tmp_path / "r"), progress=False, overwrite=True)
+    cfg = TrainConfig(
+        algo="grpo",
+        steps=1,
+        prompts_per_step=2,
+        group_size=2,
+        eval_every=0,
+        eval_prompts=2,
+        eval_samples=2,
+        out_dir=str(tmp_path / "r"),
+        progress=False,
+        overwrite=True,
+    )
     algo = make_config("grpo")
     assert not finished(cfg, algo)
     run_or_reuse([(cfg, algo)], jobs=1, progress=False)

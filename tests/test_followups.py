@@ -176,7 +176,9 @@ def test_gspo_on_policy_is_grpo():
     logp, _, adv, mask = _random_answers(13)
     s = core.sequence_ratio(logp, logp.detach(), mask)
     assert torch.equal(s, torch.ones_like(s))  # exactly 1 on-policy
-    gspo, met = core.policy_loss(logp, logp.detach(), adv, mask, 3e-4, 4e-4, "seq-mean-token-mean", ratio_level="sequence")
+    gspo, met = core.policy_loss(
+        logp, logp.detach(), adv, mask, 3e-4, 4e-4, "seq-mean-token-mean", ratio_level="sequence"
+    )
     grpo, _ = core.policy_loss(logp, logp.detach(), adv, mask, 0.2, 0.2, "seq-mean-token-mean")
     (g_gspo,) = torch.autograd.grad(gspo, logp)
     (g_grpo,) = torch.autograd.grad(grpo, logp)

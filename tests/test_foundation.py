@@ -116,7 +116,11 @@ def test_gsm8k_loader_and_numeric_reward(tmp_path):
     data = load_gsm8k(path)
     assert [d["answer"] for d in data] == ["7", "1200"]
     assert data[0]["prompt"].startswith("Question: Tom has")
-    got = numeric_match_reward([d["prompt"] for d in data] * 2, ["The answer is 7.", "#### 1,200", "It is 8", "no number"], answer=["7", "1200", "7", "1200"])
+    got = numeric_match_reward(
+        [d["prompt"] for d in data] * 2,
+        ["The answer is 7.", "#### 1,200", "It is 8", "no number"],
+        answer=["7", "1200", "7", "1200"],
+    )
     assert got == [1.0, 1.0, 0.0, 0.0]
     task = get_task(f"gsm8k:{path}")  # no test file: one of the two rows is held out, never trained on
     assert task.name == "gsm8k" and len(task.test) == 1 and len(task.train) == 1 and task.test != task.train
@@ -157,7 +161,14 @@ def test_tiny_config_size():
 
 def test_save_then_reload_gives_identical_logprobs(tiny, tmp_path):
     model, tok = tiny
-    ro = rollout(model, tok, [{"prompt": "12+3=", "answer": "15"}] * 2, 3, addition_task().rewards, SamplingConfig(max_new_tokens=10))
+    ro = rollout(
+        model,
+        tok,
+        [{"prompt": "12+3=", "answer": "15"}] * 2,
+        3,
+        addition_task().rewards,
+        SamplingConfig(max_new_tokens=10),
+    )
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     again, _ = load_policy(tmp_path, device="cpu")
@@ -171,12 +182,14 @@ def test_save_then_reload_gives_identical_logprobs(tiny, tmp_path):
 
 def test_completion_mask_by_hand():
     eos = 2
-    ids = torch.tensor([
-        [5, 6, 2, 0, 0],  # EOS at 2: mask up to and including it
-        [2, 0, 0, 0, 0],  # EOS first: one token
-        [5, 6, 7, 8, 9],  # never ends: truncated, all ones
-        [5, 2, 6, 2, 0],  # only the first EOS counts
-    ])
+    ids = torch.tensor(
+        [
+            [5, 6, 2, 0, 0],  # EOS at 2: mask up to and including it
+            [2, 0, 0, 0, 0],  # EOS first: one token
+            [5, 6, 7, 8, 9],  # never ends: truncated, all ones
+            [5, 2, 6, 2, 0],  # only the first EOS counts
+        ]
+    )
     mask, trunc = completion_mask_from_ids(ids, eos)
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
     assert trunc.tolist() == [False, False, True, False]
@@ -214,8 +227,16 @@ def test_logprobs_match_what_generate_sampled(tiny):
     """The forward pass used for training gives the generator's own numbers (padding and positions handled)."""
     model, tok = tiny
     enc = tok(["1+2=", "10+20+30="], return_tensors="pt", padding=True)
-    out = model.generate(**enc, do_sample=True, top_k=0, max_new_tokens=8, output_logits=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
-    comp = out.sequences[:, enc["input_ids"].shape[1]:]
+    out = model.generate(
+        **enc,
+        do_sample=True,
+        top_k=0,
+        max_new_tokens=8,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=tok.pad_token_id,
+    )
+    comp = out.sequences[:, enc["input_ids"].shape[1] :]
     mask, _ = completion_mask_from_ids(comp, tok.eos_token_id)
     gen_lp = torch.log_softmax(torch.stack(out.logits, 1).float(), -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
     lp = forward_logprobs(model, enc["input_ids"], enc["attention_mask"], comp, mask)["logprobs"]
@@ -228,7 +249,18 @@ def test_logprobs_match_what_generate_sampled(tiny):
 
 
 def _small_cfg(tmp_path, tiny_dir, **kw):
-    base = dict(model=str(tiny_dir), steps=3, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=2, eval_prompts=4, eval_samples=2, out_dir=str(tmp_path / "run"), progress=False)
+    base = dict(
+        model=str(tiny_dir),
+        steps=3,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=8,
+        eval_every=2,
+        eval_prompts=4,
+        eval_samples=2,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -240,7 +272,21 @@ def test_loop_writes_jsonl_and_returns_dataframe(tmp_path, tiny_dir):
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 4
     logged = load_metrics(run)
-    for key in ("reward_mean", "reward_std", "accuracy", "entropy", "kl", "clip_frac", "completion_len", "truncated_frac", "zero_std_frac", "grad_norm", "lr", "step_seconds", "tokens_per_second"):
+    for key in (
+        "reward_mean",
+        "reward_std",
+        "accuracy",
+        "entropy",
+        "kl",
+        "clip_frac",
+        "completion_len",
+        "truncated_frac",
+        "zero_std_frac",
+        "grad_norm",
+        "lr",
+        "step_seconds",
+        "tokens_per_second",
+    ):
         assert key in logged and logged[key].iloc[1:].notna().all(), key
     assert logged["eval_accuracy"].notna().tolist() == [True, False, True, True]
     assert {"eval_greedy_accuracy", "eval_pass@2"} <= set(logged)
@@ -299,10 +345,20 @@ def _help(argv, capsys) -> str:
 
 def test_cli_help_is_per_algorithm_and_exact(capsys):
     grpo = _help(["train", "grpo", "--help"], capsys)
-    for opt in ("--group-size", "--prompts-per-step", "--clip-high", "--kl-coef", "--adv-scale", "--seed", "--overwrite"):
+    for opt in (
+        "--group-size",
+        "--prompts-per-step",
+        "--clip-high",
+        "--kl-coef",
+        "--adv-scale",
+        "--seed",
+        "--overwrite",
+    ):
         assert opt in grpo, opt
     assert "Completions per prompt" in grpo  # help text comes from the field docstrings
-    assert "--baseline" not in grpo and "--critic-lr" not in grpo and "--dynamic-sampling" not in grpo  # only GRPO's options
+    assert (
+        "--baseline" not in grpo and "--critic-lr" not in grpo and "--dynamic-sampling" not in grpo
+    )  # only GRPO's options
     assert "beta: weight of the k3 KL-to-reference term" in grpo and "[0.04]" in grpo
     assert "--critic-lr" in _help(["train", "ppo", "--help"], capsys)
     reinforce = _help(["train", "reinforce", "--help"], capsys)
@@ -322,17 +378,52 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
     assert err.startswith("rlalgos: error: unknown algorithm 'nope'") and "\n" not in err
     assert cli.main(["train", "grpo", "--group-size", "0"]) == 2
     assert "group_size must be >= 1" in capsys.readouterr().err
-    for argv in (["train", "nope"], ["train", "nope", "--steps", "3"], ["export", "--to", "verl", "nope"], ["export", "--overwrite", "nope"]):
+    for argv in (
+        ["train", "nope"],
+        ["train", "nope", "--steps", "3"],
+        ["export", "--to", "verl", "nope"],
+        ["export", "--overwrite", "nope"],
+    ):
         assert cli.main(argv) == 2, argv  # one line naming the algorithms, not tyro's page of usage
         err = capsys.readouterr().err.strip()
-        assert err.startswith("rlalgos: error: unknown algorithm 'nope'; choose one of reinforce, ppo, grpo, dapo") and "\n" not in err, (argv, err)
+        assert (
+            err.startswith("rlalgos: error: unknown algorithm 'nope'; choose one of reinforce, ppo, grpo, dapo")
+            and "\n" not in err
+        ), (argv, err)
     assert "run" in cli.unknown_algorithm(["export", "nope"])  # export also takes `run RUN_DIR`
-    assert cli.unknown_algorithm(["export", "--to", "trl", "run", "x"]) is None and cli.unknown_algorithm(["train", "--help"]) is None
+    assert (
+        cli.unknown_algorithm(["export", "--to", "trl", "run", "x"]) is None
+        and cli.unknown_algorithm(["train", "--help"]) is None
+    )
 
 
 def test_cli_train_then_plot(tmp_path, tiny_dir, capsys):
     run = tmp_path / "r"
-    rc = cli.main(["train", "reinforce", "--model", str(tiny_dir), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "2", "--out-dir", str(run), "--no-progress", "--baseline", "batch_mean"])
+    rc = cli.main(
+        [
+            "train",
+            "reinforce",
+            "--model",
+            str(tiny_dir),
+            "--steps",
+            "2",
+            "--prompts-per-step",
+            "2",
+            "--group-size",
+            "2",
+            "--max-new-tokens",
+            "6",
+            "--eval-prompts",
+            "2",
+            "--eval-samples",
+            "2",
+            "--out-dir",
+            str(run),
+            "--no-progress",
+            "--baseline",
+            "batch_mean",
+        ]
+    )
     assert rc == 0
     saved = json.loads((run / "config.json").read_text())
     assert saved["algo"]["baseline"] == "batch_mean" and saved["train"]["algo"] == "reinforce"
@@ -356,7 +447,9 @@ def test_addition_regimes_from_a_task_spec():
     hard = get_task("addition:terms=2-6")
     assert {r["n_terms"] for r in hard.test} == {2, 3, 4, 5, 6} and hard.max_new_tokens == 64
     assert not {r["prompt"] for r in hard.test} & {r["prompt"] for r in hard.train}
-    assert max(len(r["target"]) for r in hard.train) + 1 <= hard.max_new_tokens  # the longest scratchpad and its EOS fit
+    assert (
+        max(len(r["target"]) for r in hard.train) + 1 <= hard.max_new_tokens
+    )  # the longest scratchpad and its EOS fit
     assert get_task("addition:terms=2,5:max_value=9").train[0]["n_terms"] in (2, 5)
     assert get_task("addition:terms=2-6").test == hard.test  # generated with a fixed seed
     for bad in ("addition:terms=1-3", "addition:max_value=9", "addition:terms=2-4:colour=red", "addition:terms=x"):

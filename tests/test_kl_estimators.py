@@ -118,7 +118,9 @@ def test_exercise_03_4_is_judged_by_the_maths():
 
     ok, line = judge("03.4", {"k1": "zero", "k2": "reverse", "k3": "forward"})
     assert ok and "k3 forward" in line
-    ok, line = judge("03.4", {"k1": "zero", "k2": "reverse", "k3": "reverse"})  # k3 is an unbiased estimate of the reverse KL's value, not of its gradient
+    ok, line = judge(
+        "03.4", {"k1": "zero", "k2": "reverse", "k3": "reverse"}
+    )  # k3 is an unbiased estimate of the reverse KL's value, not of its gradient
     assert not ok and line.startswith("✗ 03.4") and "k3 not right" in line
     assert not judge("03.4", {"k1": "zero", "k2": "reverse"})[0]
 
@@ -158,7 +160,9 @@ def test_at_the_reference_every_value_is_zero(tiny, rows):
     assert list(t.index) == [EXACT, *ESTIMATORS, FORWARD]
     for col in ("mean", "exact", "bias", "bias_se", "sd_token", "sd_answer", "neg_frac"):
         assert (t[col] == 0).all(), col
-    assert (t.loc[["k2", "k3", "k1+", "k3+", "k3 x ratio"], "grad_norm"] == 0).all()  # per token the gradient coefficient is 0
+    assert (
+        t.loc[["k2", "k3", "k1+", "k3+", "k3 x ratio"], "grad_norm"] == 0
+    ).all()  # per token the gradient coefficient is 0
     assert t.loc[EXACT, "grad_norm"] < 1e-6 * t.loc["k1", "grad_norm"]  # 0 up to rounding
     assert t.loc["k1", "grad_norm"] > 0  # grad log pi itself: 0 only in expectation
 
@@ -172,8 +176,16 @@ def test_on_a_moved_policy(tiny, rows):
     assert (t.exact > 1e-3).all() and t.loc[EXACT, "bias"] == 0 and t.loc[EXACT, "grad_cos"] == pytest.approx(1.0)
     assert t.loc["k3", "neg_frac"] == 0 and t.loc["k2", "neg_frac"] == 0 and t.loc["k1", "neg_frac"] > 0
     for plus, base in (("k1+", "k1"), ("k3+", "k3"), ("k3 x ratio", "k3")):  # the value of one estimator ...
-        assert t.loc[plus, ["mean", "bias", "sd_token", "sd_answer"]].tolist() == pytest.approx(t.loc[base, ["mean", "bias", "sd_token", "sd_answer"]].tolist(), rel=1e-5)
-        grads = ["grad_cos", "grad_cos_pooled", "grad_norm", "grad_rel_norm", "grad_cos_forward"]  # ... the gradient of k2
+        assert t.loc[plus, ["mean", "bias", "sd_token", "sd_answer"]].tolist() == pytest.approx(
+            t.loc[base, ["mean", "bias", "sd_token", "sd_answer"]].tolist(), rel=1e-5
+        )
+        grads = [
+            "grad_cos",
+            "grad_cos_pooled",
+            "grad_norm",
+            "grad_rel_norm",
+            "grad_cos_forward",
+        ]  # ... the gradient of k2
         assert t.loc[plus, grads].tolist() == pytest.approx(t.loc["k2", grads].tolist(), rel=1e-4, abs=1e-6)
     assert t.loc["k3", "grad_norm"] != pytest.approx(t.loc["k2", "grad_norm"], rel=1e-3)
     assert t.loc[FORWARD, "grad_cos_forward"] == pytest.approx(1.0) and t.loc[FORWARD, "mean"] > 0
@@ -189,12 +201,16 @@ def direct_kl_exact(policy, ref, ro, rows=None):
     """Token-mean over the completion tokens (of ``rows``) of the exact KL, from two plain passes."""
     args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
     with torch.no_grad():
-        kl = core.exact_kl(completion_logits(policy.eval(), *args), completion_logits(ref.eval(), *args), ro.temperature)  # (N, T)
+        kl = core.exact_kl(
+            completion_logits(policy.eval(), *args), completion_logits(ref.eval(), *args), ro.temperature
+        )  # (N, T)
     mask = ro.completion_mask if rows is None else ro.completion_mask * rows.unsqueeze(1)
     return core.masked_mean(kl, mask).item()
 
 
-@pytest.mark.parametrize("minibatches,ref_sample", [(1, 0), (2, 0), (1, 4)], ids=["update-pass", "rollout-pass", "subsample"])
+@pytest.mark.parametrize(
+    "minibatches,ref_sample", [(1, 0), (2, 0), (1, 4)], ids=["update-pass", "rollout-pass", "subsample"]
+)
 def test_kl_exact_is_the_exact_kl_of_the_sampling_policy(tiny, rows, minibatches, ref_sample):
     """Measured in the pass that sees the sampling policy's logits: the update's first (one
     minibatch), or the rollout's own no-grad pass (several); on the KL's rows when subsampled."""
@@ -205,7 +221,17 @@ def test_kl_exact_is_the_exact_kl_of_the_sampling_policy(tiny, rows, minibatches
     ref = moved(policy, seed=1)
     algo = GRPO(policy, make_config("grpo", minibatches=minibatches, kl_coef=0.0 if ref_sample else 0.04))
     torch.manual_seed(0)
-    ro = rollout(policy, tok, rows[1], 4, rows[0].rewards, SamplingConfig(max_new_tokens=6), ref_model=ref, old_logprobs=algo.needs_old_logprobs, ref_sample=ref_sample)
+    ro = rollout(
+        policy,
+        tok,
+        rows[1],
+        4,
+        rows[0].rewards,
+        SamplingConfig(max_new_tokens=6),
+        ref_model=ref,
+        old_logprobs=algo.needs_old_logprobs,
+        ref_sample=ref_sample,
+    )
     assert (ro.ref_logits is None) == (minibatches > 1) and (ro.old_kl_exact is None) == (minibatches == 1)
     want = direct_kl_exact(policy, ref, ro, ro.ref_rows)
     got = algo.update(ro)["kl_exact"]
@@ -221,9 +247,25 @@ def test_the_reference_logits_are_kept_only_when_small(tiny):
 def _run(tiny_dir, tmp_path, name, **algo_kw):
     """3 steps of dapo on the tiny model. Its answers never score, so only the entropy bonus
     (on below an entropy of 5 nats, i.e. always) moves the policy away from the reference."""
-    cfg = TrainConfig(algo="dapo", model=str(tiny_dir), steps=3, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=4, eval_samples=1,
-                      save_every=0, progress=False, device="cpu", seed=1, out_dir=str(tmp_path / name))
-    return train(cfg, make_config("dapo", lr=1e-3, entropy_threshold=5.0, dynamic_sampling="off", **algo_kw)), tmp_path / name / "checkpoint"
+    cfg = TrainConfig(
+        algo="dapo",
+        model=str(tiny_dir),
+        steps=3,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=8,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=1,
+        save_every=0,
+        progress=False,
+        device="cpu",
+        seed=1,
+        out_dir=str(tmp_path / name),
+    )
+    return train(
+        cfg, make_config("dapo", lr=1e-3, entropy_threshold=5.0, dynamic_sampling="off", **algo_kw)
+    ), tmp_path / name / "checkpoint"
 
 
 @pytest.mark.parametrize("minibatches", [1, 2])
@@ -235,7 +277,9 @@ def test_kl_exact_changes_no_other_number(tiny_dir, tmp_path, monkeypatch, minib
     without, ck2 = _run(tiny_dir, tmp_path, "without", minibatches=minibatches)
     assert "kl_exact" not in without.columns
     steps = with_exact[with_exact.step >= 1]
-    assert steps.kl_exact.notna().all() and steps.kl_exact.iloc[-1] > 0 and abs(steps.kl_exact.iloc[0]) < 1e-6  # step 1: the policy is the reference
+    assert (
+        steps.kl_exact.notna().all() and steps.kl_exact.iloc[-1] > 0 and abs(steps.kl_exact.iloc[0]) < 1e-6
+    )  # step 1: the policy is the reference
     timing = [c for c in without.columns if c.endswith("_seconds") or c == "tokens_per_second"]
     cols = [c for c in without.columns if c not in timing]
     pd.testing.assert_frame_equal(with_exact[cols], without[cols])
@@ -267,8 +311,18 @@ def test_grpo_trains_with_verls_straight_through_k3(tmp_path):
     from rlalgos.train import train
 
     def run(kind):
-        cfg = TrainConfig(algo="grpo", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=2,
-                          out_dir=str(tmp_path / kind.replace("+", "plus")), progress=False, save_every=0)
+        cfg = TrainConfig(
+            algo="grpo",
+            steps=2,
+            prompts_per_step=4,
+            group_size=4,
+            eval_every=0,
+            eval_prompts=4,
+            eval_samples=2,
+            out_dir=str(tmp_path / kind.replace("+", "plus")),
+            progress=False,
+            save_every=0,
+        )
         return train(cfg, make_config("grpo", kl_estimator=kind, kl_coef=0.5)).set_index("step")
 
     k3, k3plus = run("k3"), run("k3+")

@@ -35,13 +35,23 @@ def test_ratio_estimate_stderr_is_the_estimators_spread():
     g = torch.Generator().manual_seed(0)
     N, m = 128, 32
     n = torch.randint(3, 48, (N,), generator=g).double()  # tokens per answer
-    y = n * torch.rand(N, generator=g).double() * 0.05 + torch.rand(N, generator=g).double() ** 4  # summed KL per answer, skewed
+    y = (
+        n * torch.rand(N, generator=g).double() * 0.05 + torch.rand(N, generator=g).double() ** 4
+    )  # summed KL per answer, skewed
     exact = (y.sum() / n.sum()).item()
     est, ses = [], []
     for _ in range(4000):
         s = torch.randperm(N, generator=g)[:m]
         ys, ns = y[s], n[s]
-        R, se = core.ratio_estimate(ys.sum().item(), ns.sum().item(), (ys * ys).sum().item(), (ys * ns).sum().item(), (ns * ns).sum().item(), m, N)
+        R, se = core.ratio_estimate(
+            ys.sum().item(),
+            ns.sum().item(),
+            (ys * ys).sum().item(),
+            (ys * ns).sum().item(),
+            (ns * ns).sum().item(),
+            m,
+            N,
+        )
         est.append(R)
         ses.append(se)
     est, ses = torch.tensor(est), torch.tensor(ses)
@@ -59,7 +69,17 @@ def test_rollout_scores_only_the_subsample_with_the_reference(base, task):
     inner = ref.forward
     ref.forward = lambda *a, **k: calls.append(k["input_ids"].shape[0]) or inner(*a, **k)
     torch.manual_seed(0)
-    ro = rollout(policy, tok, task.train[:8], 4, task.rewards, SamplingConfig(max_new_tokens=16), ref_model=ref, old_logprobs=False, ref_sample=8)
+    ro = rollout(
+        policy,
+        tok,
+        task.train[:8],
+        4,
+        task.rewards,
+        SamplingConfig(max_new_tokens=16),
+        ref_model=ref,
+        old_logprobs=False,
+        ref_sample=8,
+    )
     assert sum(calls) == 8 and ro.ref_rows.sum().item() == 8
     full = batched_logprobs(ref, ro)
     rows = ro.ref_rows
@@ -70,7 +90,17 @@ def test_rollout_scores_only_the_subsample_with_the_reference(base, task):
 
 
 def _cfg(tmp_path, name, algo, **kw):
-    base = dict(steps=4, prompts_per_step=8, group_size=4, max_new_tokens=24, eval_every=0, eval_prompts=4, eval_samples=1, save_every=0, progress=False)
+    base = dict(
+        steps=4,
+        prompts_per_step=8,
+        group_size=4,
+        max_new_tokens=24,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=1,
+        save_every=0,
+        progress=False,
+    )
     return TrainConfig(**{**base, **kw}, algo=algo, out_dir=str(tmp_path / name))
 
 
@@ -81,10 +111,14 @@ def test_subsampled_kl_changes_nothing_but_the_kl_columns(tmp_path):
     exact = train(_cfg(tmp_path, "exact", "dapo"), algo)
     est = train(_cfg(tmp_path, "est", "dapo", kl_sample_rows=8), algo)
     timing = [c for c in exact.columns if c.endswith("_seconds") or c == "tokens_per_second"]
-    same = [c for c in exact.columns if c not in timing + ["kl", "kl_exact"]]  # kl_exact: measured on the same subsample as kl
+    same = [
+        c for c in exact.columns if c not in timing + ["kl", "kl_exact"]
+    ]  # kl_exact: measured on the same subsample as kl
     pd.testing.assert_frame_equal(exact[same], est[same])
     steps = est[est.step >= 1]
-    assert "kl_stderr" not in exact.columns and (steps.kl_stderr[steps.step >= 2] > 0).all()  # step 1: the policy is the reference, KL 0
+    assert (
+        "kl_stderr" not in exact.columns and (steps.kl_stderr[steps.step >= 2] > 0).all()
+    )  # step 1: the policy is the reference, KL 0
 
     last = steps.iloc[-1]
     assert exact.kl.iloc[-1] > 1e-3  # the policy moved: there is a KL to estimate

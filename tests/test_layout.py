@@ -71,7 +71,12 @@ def test_the_layout_has_the_folders_of_the_plan():
 
 
 def test_every_import_points_down():
-    upward = [f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})" for m in MODULES for t in sorted(imports(m)) if layer(t) > layer(m)]
+    upward = [
+        f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
+        for m in MODULES
+        for t in sorted(imports(m))
+        if layer(t) > layer(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -81,7 +86,7 @@ def test_no_import_cycle():
 
     def visit(m):
         if m in path:
-            raise AssertionError("import cycle: " + " -> ".join(path[path.index(m):] + [m]))
+            raise AssertionError("import cycle: " + " -> ".join(path[path.index(m) :] + [m]))
         if m in done:
             return
         path.append(m)

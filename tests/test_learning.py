@@ -19,7 +19,11 @@ from learning_cases import CASES, TEST_SEEDS, run_learning_case
 def test_rl_raises_test_accuracy(algo, steps, prompts, threshold, tmp_path):
     runs = [run_learning_case(algo, steps, prompts, seed, tmp_path / f"s{seed}") for seed in TEST_SEEDS]
     for seed, (before, after, seconds) in zip(TEST_SEEDS, runs):
-        print(f"{algo} seed {seed}: sampled test accuracy {before:.3f} -> {after:.3f} in {steps} steps of {prompts} x 8, {seconds:.0f}s")
+        print(
+            f"{algo} seed {seed}: sampled test accuracy {before:.3f} -> {after:.3f} in {steps} steps of {prompts} x 8, {seconds:.0f}s"
+        )
         assert 0.25 <= before <= 0.60, "the shipped base model left its accuracy window"
     gain = statistics.fmean(after - before for before, after, _ in runs)
-    assert gain >= threshold, f"{algo} raised test accuracy by {gain:+.3f} (seeds {TEST_SEEDS}), less than the +{threshold:.2f} sized from the seed spread"
+    assert gain >= threshold, (
+        f"{algo} raised test accuracy by {gain:+.3f} (seeds {TEST_SEEDS}), less than the +{threshold:.2f} sized from the seed spread"
+    )

@@ -65,14 +65,38 @@ CASES = {
     # name: (loss_mode, our function's keyword arguments (those verl's config also takes), agg, inputs' options, global seed)
     # clip_cov: each case draws fewer tokens than there are candidates, so which ones is the random draw's
     "clip_cov": ("clip_cov", dict(clip_low=0.2, clip_high=0.2), "token-mean", {}, 0),  # 1 of 3 candidates
-    "clip_cov-many": ("clip_cov", dict(clip_low=0.2, clip_high=0.28, clip_cov_ratio=0.15, clip_cov_lb=0.2), "token-mean", dict(seed=3), 1),
-    "clip_cov-seqmean": ("clip_cov", dict(clip_low=0.2, clip_high=0.2, clip_cov_ratio=0.15, clip_cov_lb=0.2, clip_cov_ub=3.0), "seq-mean-token-mean", {}, 2),
-    "clip_cov-weighted": ("clip_cov", dict(clip_low=0.2, clip_high=0.2, clip_cov_ratio=0.15, clip_cov_lb=0.2), "token-mean", dict(seed=2, weighted=True, per_answer=True), 3),
+    "clip_cov-many": (
+        "clip_cov",
+        dict(clip_low=0.2, clip_high=0.28, clip_cov_ratio=0.15, clip_cov_lb=0.2),
+        "token-mean",
+        dict(seed=3),
+        1,
+    ),
+    "clip_cov-seqmean": (
+        "clip_cov",
+        dict(clip_low=0.2, clip_high=0.2, clip_cov_ratio=0.15, clip_cov_lb=0.2, clip_cov_ub=3.0),
+        "seq-mean-token-mean",
+        {},
+        2,
+    ),
+    "clip_cov-weighted": (
+        "clip_cov",
+        dict(clip_low=0.2, clip_high=0.2, clip_cov_ratio=0.15, clip_cov_lb=0.2),
+        "token-mean",
+        dict(seed=2, weighted=True, per_answer=True),
+        3,
+    ),
     "kl_cov": ("kl_cov", dict(), "token-mean", {}, None),
     "kl_cov-many": ("kl_cov", dict(kl_cov_ratio=0.25, kl_cov_coef=1.0), "seq-mean-token-mean", dict(seed=1), None),
     "kl_cov-weighted": ("kl_cov", dict(kl_cov_ratio=0.25), "token-mean", dict(weighted=True, per_answer=True), None),
     "cispo": ("cispo", dict(clip_low=0.2, clip_high=0.2), "token-mean", {}, None),
-    "cispo-asym": ("cispo", dict(clip_low=0.1, clip_high=0.28), "seq-mean-token-mean", dict(seed=2, per_answer=True), None),
+    "cispo-asym": (
+        "cispo",
+        dict(clip_low=0.1, clip_high=0.28),
+        "seq-mean-token-mean",
+        dict(seed=2, per_answer=True),
+        None,
+    ),
     "sapo": ("sapo", dict(tau_pos=1.0, tau_neg=1.05), "seq-mean-token-mean", {}, None),
     "sapo-taus": ("sapo", dict(tau_pos=0.5, tau_neg=2.0), "seq-mean-token-mean", dict(seed=3, per_answer=True), None),
     "gpg": ("gpg", dict(), "token-mean", {}, None),
@@ -80,7 +104,7 @@ CASES = {
     "gpg-weighted": ("gpg", dict(), "token-mean", dict(seed=2, weighted=True, per_answer=True), None),
 }
 
-VERL_PRELUDE = r'''
+VERL_PRELUDE = r"""
 import importlib.util, sys, types
 from unittest import mock
 
@@ -96,9 +120,11 @@ for name in ("ray", "tensordict", "codetiming", "orjson"):
         sys.modules[name] = mock.MagicMock()
 if isinstance(sys.modules.get("tensordict"), mock.MagicMock):
     sys.modules["tensordict.tensorclass"] = sys.modules["tensordict"].tensorclass
-'''
+"""
 
-VERL_SCRIPT = VERL_PRELUDE + r'''
+VERL_SCRIPT = (
+    VERL_PRELUDE
+    + r"""
 from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.workers.config import ActorConfig, PolicyLossConfig
 
@@ -116,7 +142,8 @@ for name, (mode, kw, agg, (logp, old, adv, mask), seed) in cases.items():
     loss.backward()
     out[name] = (loss.detach(), logp.grad, metrics)
 torch.save(out, sys.argv[2])
-'''
+"""
+)
 
 
 def run_verl(script: str, cases, d):
@@ -124,8 +151,13 @@ def run_verl(script: str, cases, d):
     if importlib.util.find_spec("verl") is None:
         pytest.skip("verl is not installed (pip install --no-deps verl)")
     torch.save(cases, d / "cases.pt")
-    proc = subprocess.run([sys.executable, "-c", script, str(d / "cases.pt"), str(d / "out.pt")], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(d / "cases.pt"), str(d / "out.pt")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return torch.load(d / "out.pt")
 
@@ -179,7 +211,10 @@ def test_clip_cov_generator_draws_as_the_seeded_global_generator():
     by_generator = ours(mode, kw, agg, opts, None, generator=torch.Generator().manual_seed(seed))
     assert torch.equal(torch.get_rng_state(), state)  # the global stream is untouched
     assert torch.equal(by_global[0], by_generator[0]) and torch.equal(by_global[1], by_generator[1])
-    others = [ours(mode, kw, agg, opts, None, generator=torch.Generator().manual_seed(s))[1] for s in range(seed + 1, seed + 6)]
+    others = [
+        ours(mode, kw, agg, opts, None, generator=torch.Generator().manual_seed(s))[1]
+        for s in range(seed + 1, seed + 6)
+    ]
     assert any(not torch.equal(by_global[1], g) for g in others)  # other draws cut other tokens
 
 
@@ -195,7 +230,9 @@ def test_clip_cov_cuts_only_candidates_and_keeps_the_ordinary_clip():
     ref.backward()
     cut = (logp.grad == 0) & (ref_logp.grad != 0)  # (B, T)
     cov = core.token_covariance(logp.detach(), adv, mask)
-    candidates = (mask > 0) & (ref_logp.grad != 0) & (cov > 0.2) & (cov < 5.0)  # (B, T): valid, not clipped, cov in range
+    candidates = (
+        (mask > 0) & (ref_logp.grad != 0) & (cov > 0.2) & (cov < 5.0)
+    )  # (B, T): valid, not clipped, cov in range
     n = int(mask.sum().item())
     assert candidates.sum().item() > int(0.2 * n) == cut.sum().item() == round(met["cov_selected_frac"] * n) == 4
     assert bool(candidates[cut].all())
@@ -216,36 +253,74 @@ def trl_loss(args, logp, old_logp, advantages, mask, ref_logp=None):
     ``old_logp`` None: on-policy (TRL then takes ``logp.detach()``); ``ref_logp``: the reference's, for ``beta`` > 0."""
     from trl.trainer.grpo_trainer import GRPOTrainer
 
-    accelerator = SimpleNamespace(num_processes=1, sync_gradients=True, reduce=lambda t, reduction="sum": t, gather=lambda t: t, gather_for_metrics=lambda t: t)
+    accelerator = SimpleNamespace(
+        num_processes=1,
+        sync_gradients=True,
+        reduce=lambda t, reduction="sum": t,
+        gather=lambda t: t,
+        gather_for_metrics=lambda t: t,
+    )
     trainer = SimpleNamespace(
-        args=args, loss_type=args.loss_type, beta=args.beta, importance_sampling_level=args.importance_sampling_level,
-        epsilon_low=args.epsilon, epsilon_high=args.epsilon_high if args.epsilon_high is not None else args.epsilon,
-        top_entropy_quantile=args.top_entropy_quantile, off_policy_mask_threshold=None, use_vllm=False,
-        model=SimpleNamespace(training=True), current_gradient_accumulation_steps=1, _entropy_bonus_enabled=False, aux_loss_enabled=False,
-        accelerator=accelerator, _metrics={"train": defaultdict(list)},
+        args=args,
+        loss_type=args.loss_type,
+        beta=args.beta,
+        importance_sampling_level=args.importance_sampling_level,
+        epsilon_low=args.epsilon,
+        epsilon_high=args.epsilon_high if args.epsilon_high is not None else args.epsilon,
+        top_entropy_quantile=args.top_entropy_quantile,
+        off_policy_mask_threshold=None,
+        use_vllm=False,
+        model=SimpleNamespace(training=True),
+        current_gradient_accumulation_steps=1,
+        _entropy_bonus_enabled=False,
+        aux_loss_enabled=False,
+        accelerator=accelerator,
+        _metrics={"train": defaultdict(list)},
         _get_per_token_logps_and_entropies=lambda *a, **k: (logp, torch.zeros_like(logp), None),
     )
-    batch = {"prompt_ids": torch.zeros(B, 1, dtype=torch.long), "prompt_mask": torch.ones(B, 1, dtype=torch.long),
-             "completion_ids": torch.zeros(B, T, dtype=torch.long), "completion_mask": mask, "advantages": advantages,
-             "old_per_token_logps": old_logp, "num_items_in_batch": mask.sum(), "ref_per_token_logps": ref_logp}
+    batch = {
+        "prompt_ids": torch.zeros(B, 1, dtype=torch.long),
+        "prompt_mask": torch.ones(B, 1, dtype=torch.long),
+        "completion_ids": torch.zeros(B, T, dtype=torch.long),
+        "completion_mask": mask,
+        "advantages": advantages,
+        "old_per_token_logps": old_logp,
+        "num_items_in_batch": mask.sum(),
+        "ref_per_token_logps": ref_logp,
+    }
     return GRPOTrainer._compute_loss(trainer, None, batch), trainer._metrics["train"]
 
 
-@pytest.mark.parametrize("loss_type,trl_kw,seed", [
-    ("cispo", {"epsilon_high": 5.0}, 0),  # TRL's recommended eps_max: only the ratio of 7.4 is capped
-    ("cispo", {"epsilon_high": 1.3}, 1),
-    ("sapo", {}, 0),  # TRL's default temperatures, 1.0 and 1.05 (rlalgos's and verl's)
-    ("sapo", {"sapo_temperature_pos": 0.5, "sapo_temperature_neg": 2.0}, 2),
-])
+@pytest.mark.parametrize(
+    "loss_type,trl_kw,seed",
+    [
+        ("cispo", {"epsilon_high": 5.0}, 0),  # TRL's recommended eps_max: only the ratio of 7.4 is capped
+        ("cispo", {"epsilon_high": 1.3}, 1),
+        ("sapo", {}, 0),  # TRL's default temperatures, 1.0 and 1.05 (rlalgos's and verl's)
+        ("sapo", {"sapo_temperature_pos": 0.5, "sapo_temperature_neg": 2.0}, 2),
+    ],
+)
 def test_loss_and_gradient_equal_trl(loss_type, trl_kw, seed, tmp_path):
     trl = pytest.importorskip("trl")
-    args = trl.GRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, beta=0.0, use_cpu=True, report_to="none", **trl_kw)
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path), loss_type=loss_type, beta=0.0, use_cpu=True, report_to="none", **trl_kw
+    )
     logp, old, adv, mask = inputs(seed, per_answer=True)  # TRL's advantages: one per answer
     mine = logp.clone().requires_grad_(True)
     if loss_type == "cispo":  # TRL's convention: no lower bound, the ratio capped at epsilon_high itself
-        loss, met = core.cispo_loss(mine, old, adv, mask, clip_low=None, clip_high=args.epsilon_high - 1.0, agg="token-mean")
+        loss, met = core.cispo_loss(
+            mine, old, adv, mask, clip_low=None, clip_high=args.epsilon_high - 1.0, agg="token-mean"
+        )
     else:
-        loss, met = core.sapo_loss(mine, old, adv, mask, tau_pos=args.sapo_temperature_pos, tau_neg=args.sapo_temperature_neg, agg="seq-mean-token-mean")
+        loss, met = core.sapo_loss(
+            mine,
+            old,
+            adv,
+            mask,
+            tau_pos=args.sapo_temperature_pos,
+            tau_neg=args.sapo_temperature_neg,
+            agg="seq-mean-token-mean",
+        )
     loss.backward()
     theirs = logp.clone().requires_grad_(True)
     t_loss, t_met = trl_loss(args, theirs, old, adv.squeeze(-1), mask)
@@ -255,17 +330,27 @@ def test_loss_and_gradient_equal_trl(loss_type, trl_kw, seed, tmp_path):
     if loss_type == "cispo":
         assert met["clip_frac_low"] == 0.0 and met["clip_frac_high"] > 0  # no lower bound; some weights capped
         ratio, pos = torch.exp(logp - old), (adv > 0).expand(B, T)
-        assert t_met["cispo_clip_ratio"][0] == pytest.approx(core.masked_mean(((ratio > args.epsilon_high) & pos).float(), mask).item())
+        assert t_met["cispo_clip_ratio"][0] == pytest.approx(
+            core.masked_mean(((ratio > args.epsilon_high) & pos).float(), mask).item()
+        )
 
 
 # --------------------------------------------------------------------------- #
 # The KL estimators: verl's kl_penalty, TRL's use_bias_correction_kl
 # --------------------------------------------------------------------------- #
 
-VERL_KL = {"k1": ["k1", "kl"], "k2": ["k2", "mse"], "k3": ["k3", "low_var_kl"], "k1+": ["k1+", "kl+"], "k3+": ["k3+", "low_var_kl+"]}
+VERL_KL = {
+    "k1": ["k1", "kl"],
+    "k2": ["k2", "mse"],
+    "k3": ["k3", "low_var_kl"],
+    "k1+": ["k1+", "kl+"],
+    "k3+": ["k3+", "low_var_kl+"],
+}
 """Each of rlalgos's kinds and verl's names for it (verl's ``kl_penalty`` strips a trailing ``+``)."""
 
-VERL_KL_SCRIPT = VERL_PRELUDE + r'''
+VERL_KL_SCRIPT = (
+    VERL_PRELUDE
+    + r"""
 from verl.trainer.ppo.core_algos import kl_penalty
 
 (logp, ref), names = torch.load(sys.argv[1])
@@ -276,7 +361,8 @@ for name in names:
     value.sum().backward()  # per element: d value_t / d logp_t
     out[name] = (value.detach(), lp.grad)
 torch.save(out, sys.argv[2])
-'''
+"""
+)
 
 
 def kl_inputs(clamped: bool = True):
@@ -293,7 +379,11 @@ def kl_inputs(clamped: bool = True):
 @pytest.fixture(scope="module")
 def verl_kl(tmp_path_factory):
     """{verl name: (value, d value / d logp)} from verl's kl_penalty, in one subprocess."""
-    return run_verl(VERL_KL_SCRIPT, (kl_inputs(), [n for names in VERL_KL.values() for n in names]), tmp_path_factory.mktemp("verl_kl"))
+    return run_verl(
+        VERL_KL_SCRIPT,
+        (kl_inputs(), [n for names in VERL_KL.values() for n in names]),
+        tmp_path_factory.mktemp("verl_kl"),
+    )
 
 
 @pytest.mark.parametrize("kind", list(VERL_KL))
@@ -306,7 +396,9 @@ def test_kl_estimate_value_and_gradient_equal_verl(kind, verl_kl):
         v_value, v_grad = verl_kl[name]
         assert torch.equal(value.detach(), v_value), name  # the same operations: bit for bit
         assert_close(mine.grad, v_grad, **TIGHT)
-    if kind.endswith("+"):  # straight-through: the base kind's value, k2's gradient (logp - ref), even where k3 is clamped
+    if kind.endswith(
+        "+"
+    ):  # straight-through: the base kind's value, k2's gradient (logp - ref), even where k3 is clamped
         assert torch.equal(value.detach(), core.kl_estimate(logp, ref, kind[:-1]))
         assert_close(mine.grad, logp - ref, **TIGHT)
     if kind == "k3":
@@ -318,14 +410,29 @@ def test_bias_corrected_kl_equals_trl(bias_correction, off_policy, tmp_path):
     """TRL's GRPO loss with beta > 0 and zero advantages is beta x the per-answer mean of its KL term:
     core.bias_corrected_kl (k3 x ratio) with use_bias_correction_kl, k3 without, value and gradient."""
     trl = pytest.importorskip("trl")
-    args = trl.GRPOConfig(output_dir=str(tmp_path), loss_type="grpo", beta=0.04, use_bias_correction_kl=bias_correction, use_cpu=True, report_to="none")
-    logp, ref = kl_inputs(clamped=True)  # one d at +3: k3 = 16.1, which verl clamps and TRL does not (nor does bias_corrected_kl)
-    old = logp - 0.3 * torch.randn(B, T, generator=torch.Generator().manual_seed(6))  # off-policy: ratios ~ exp(N(0, 0.3))
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        loss_type="grpo",
+        beta=0.04,
+        use_bias_correction_kl=bias_correction,
+        use_cpu=True,
+        report_to="none",
+    )
+    logp, ref = kl_inputs(
+        clamped=True
+    )  # one d at +3: k3 = 16.1, which verl clamps and TRL does not (nor does bias_corrected_kl)
+    old = logp - 0.3 * torch.randn(
+        B, T, generator=torch.Generator().manual_seed(6)
+    )  # off-policy: ratios ~ exp(N(0, 0.3))
     mask = inputs()[3]
     adv = torch.zeros(B)  # the policy-gradient term is 0, value and gradient: only the KL term remains
     mine = logp.clone().requires_grad_(True)
     old_mine = old if off_policy else mine.detach()
-    kl = core.bias_corrected_kl(mine, ref, old_mine) if bias_correction else core.kl_estimate(mine, ref, "k3", clamp=False)
+    kl = (
+        core.bias_corrected_kl(mine, ref, old_mine)
+        if bias_correction
+        else core.kl_estimate(mine, ref, "k3", clamp=False)
+    )
     loss = args.beta * core.aggregate_loss(kl, mask, "seq-mean-token-mean")
     loss.backward()
     theirs = logp.clone().requires_grad_(True)
@@ -351,7 +458,9 @@ def test_token_covariance_is_the_covariance_of_logp_and_advantage():
     cov = core.token_covariance(logp, adv, mask)  # (B, T)
     valid = mask > 0
     a, lp = adv[valid], logp.detach()[valid]
-    assert core.masked_mean(cov, mask).item() == pytest.approx(((a - a.mean()) * (lp - lp.mean())).mean().item(), abs=1e-6)
+    assert core.masked_mean(cov, mask).item() == pytest.approx(
+        ((a - a.mean()) * (lp - lp.mean())).mean().item(), abs=1e-6
+    )
     core.masked_sum(cov, mask).backward()  # the means are constants: d cov_t / d logp_t = A_t - mean(A)
     assert_close(logp.grad, (adv - core.masked_mean(adv, mask)) * mask)
     one = core.token_covariance(logp.detach(), adv[:, :1], mask)  # (B, 1) advantages broadcast over tokens
@@ -409,13 +518,22 @@ def test_default_clip_path_is_unchanged():
     policy = torch.nn.Linear(1, 1)
     algo = GRPO(policy, make_config("grpo", clip_high=0.28))
     got = algo.policy_loss({"logprobs": logp}, Advantages(adv, mask), old)
-    want = core.policy_loss(logp, old, adv, mask, 0.2, 0.28, "seq-mean-token-mean", None, clip_c=None, ratio_level="token")
+    want = core.policy_loss(
+        logp, old, adv, mask, 0.2, 0.28, "seq-mean-token-mean", None, clip_c=None, ratio_level="token"
+    )
     assert torch.equal(got[0], want[0]) and got[1] == want[1]
-    for name, fn in (("clipcov", core.clip_cov_loss), ("klcov", core.kl_cov_loss), ("cispo", core.cispo_loss), ("sapo", core.sapo_loss)):
+    for name, fn in (
+        ("clipcov", core.clip_cov_loss),
+        ("klcov", core.kl_cov_loss),
+        ("cispo", core.cispo_loss),
+        ("sapo", core.sapo_loss),
+    ):
         torch.manual_seed(0)
         got = GRPO(policy, make_config(name)).policy_loss({"logprobs": logp}, Advantages(adv, mask), old)
         torch.manual_seed(0)
-        assert torch.equal(got[0], fn(logp, old, adv, mask, agg="seq-mean-token-mean")[0]), name  # the presets: the functions' defaults
+        assert torch.equal(got[0], fn(logp, old, adv, mask, agg="seq-mean-token-mean")[0]), (
+            name
+        )  # the presets: the functions' defaults
 
 
 # --------------------------------------------------------------------------- #
@@ -423,11 +541,44 @@ def test_default_clip_path_is_unchanged():
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.parametrize("name,key", [("clipcov", "cov_selected_frac"), ("klcov", "cov_selected_frac"), ("cispo", "clip_frac"), ("sapo", "sapo_grad_weight")])
+@pytest.mark.parametrize(
+    "name,key",
+    [
+        ("clipcov", "cov_selected_frac"),
+        ("klcov", "cov_selected_frac"),
+        ("cispo", "clip_frac"),
+        ("sapo", "sapo_grad_weight"),
+    ],
+)
 def test_preset_trains_two_steps_from_the_cli(name, key, tmp_path, tiny_dir, capsys):
     run = tmp_path / name
-    argv = ["train", name, "--model", str(tiny_dir), "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6",
-            "--minibatches", "2", "--eval-every", "0", "--eval-prompts", "2", "--eval-samples", "2", "--save-every", "0", "--out-dir", str(run), "--no-progress"]
+    argv = [
+        "train",
+        name,
+        "--model",
+        str(tiny_dir),
+        "--steps",
+        "2",
+        "--prompts-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--minibatches",
+        "2",
+        "--eval-every",
+        "0",
+        "--eval-prompts",
+        "2",
+        "--eval-samples",
+        "2",
+        "--save-every",
+        "0",
+        "--out-dir",
+        str(run),
+        "--no-progress",
+    ]
     assert cli.main(argv) == 0
     assert json.loads((run / "config.json").read_text())["algo"]["loss_mode"] == make_config(name).loss_mode
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -438,16 +589,19 @@ def test_preset_trains_two_steps_from_the_cli(name, key, tmp_path, tiny_dir, cap
     assert name in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("bad,msg", [
-    (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo, gpg"),
-    (dict(clip_cov_ratio=0.0), "clip_cov_ratio must be in (0, 1]"),
-    (dict(kl_cov_ratio=1.5), "kl_cov_ratio must be in (0, 1]"),
-    (dict(clip_cov_lb=-1.0), "must satisfy 0 <= lb < ub"),
-    (dict(clip_cov_lb=5.0, clip_cov_ub=5.0), "must satisfy 0 <= lb < ub"),
-    (dict(sapo_tau_neg=0.0), "sapo_tau_pos and sapo_tau_neg must be > 0"),
-    (dict(kl_cov_coef=-0.1), "kl_cov_coef must be >= 0"),
-    (dict(loss_mode="cispo", clip_c=3.0), "clip_c (the dual clip) works only with loss_mode clip"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        (dict(loss_mode="ppo2"), "unknown loss_mode 'ppo2'; use one of clip, clip_cov, kl_cov, cispo, sapo, gpg"),
+        (dict(clip_cov_ratio=0.0), "clip_cov_ratio must be in (0, 1]"),
+        (dict(kl_cov_ratio=1.5), "kl_cov_ratio must be in (0, 1]"),
+        (dict(clip_cov_lb=-1.0), "must satisfy 0 <= lb < ub"),
+        (dict(clip_cov_lb=5.0, clip_cov_ub=5.0), "must satisfy 0 <= lb < ub"),
+        (dict(sapo_tau_neg=0.0), "sapo_tau_pos and sapo_tau_neg must be > 0"),
+        (dict(kl_cov_coef=-0.1), "kl_cov_coef must be >= 0"),
+        (dict(loss_mode="cispo", clip_c=3.0), "clip_c (the dual clip) works only with loss_mode clip"),
+    ],
+)
 def test_bad_loss_mode_settings_are_one_line(bad, msg):
     with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
         make_config("grpo", **bad).validate(8, 32)
@@ -459,11 +613,14 @@ def test_gspo_takes_loss_mode_clip_only():
     make_config("gspo").validate(8, 32)
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["train", "grpo", "--clip-cov-ratio", "1.5"], "clip_cov_ratio must be in (0, 1]"),
-    (["train", "cispo", "--sapo-tau-pos", "-1"], "sapo_tau_pos and sapo_tau_neg must be > 0"),
-    (["train", "gspo", "--loss-mode", "kl_cov"], "gspo clips one ratio per answer"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["train", "grpo", "--clip-cov-ratio", "1.5"], "clip_cov_ratio must be in (0, 1]"),
+        (["train", "cispo", "--sapo-tau-pos", "-1"], "sapo_tau_pos and sapo_tau_neg must be > 0"),
+        (["train", "gspo", "--loss-mode", "kl_cov"], "gspo clips one ratio per answer"),
+    ],
+)
 def test_cli_bad_loss_mode_is_one_line_exit_2_and_touches_no_run_folder(argv, msg, tmp_path, capsys):
     run = tmp_path / "run"
     assert cli.main([*argv, "--out-dir", str(run), "--no-progress"]) == 2

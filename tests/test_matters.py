@@ -9,9 +9,27 @@ import pytest
 from rlalgos.workbook.stats import is_share
 from rlalgos.workbook import claims, matters
 
-TRICKS = ("dynamic sampling", "clip-higher", "token-mean loss", "overlong penalty", "overlong filter", "KL penalty", "entropy bonus",
-          "temperature monitor", "Clip-Cov", "KL-Cov", "GSPO", "dual clip", "Dr. GRPO", "RLOO", "CISPO", "SAPO", "TIS (truncated IS)",
-          "MIS (masked IS)", "PPO critic")
+TRICKS = (
+    "dynamic sampling",
+    "clip-higher",
+    "token-mean loss",
+    "overlong penalty",
+    "overlong filter",
+    "KL penalty",
+    "entropy bonus",
+    "temperature monitor",
+    "Clip-Cov",
+    "KL-Cov",
+    "GSPO",
+    "dual clip",
+    "Dr. GRPO",
+    "RLOO",
+    "CISPO",
+    "SAPO",
+    "TIS (truncated IS)",
+    "MIS (masked IS)",
+    "PPO critic",
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +73,21 @@ def test_every_number_equals_the_published_records():
                 assert f"{s.claim} ({matters.REGIMES[s.claim]}): {line}" in cell
                 scale = 100.0 if is_share(e["metric"]) else 1.0
                 num = r"[+-]?\d+(?:\.\d*)?(?:e[+-]?\d+)?"
-                m = re.search(rf" = ({num})(?: points)? \(95% CI ({num})\.\.({num}), (\d+) seeds; detectable >= ({num})", line)
-                tol = dict(abs=0.051, rel=0) if scale > 1 else dict(abs=1e-9, rel=5e-3)  # points to 0.1; other units to 3 significant digits
+                m = re.search(
+                    rf" = ({num})(?: points)? \(95% CI ({num})\.\.({num}), (\d+) seeds; detectable >= ({num})", line
+                )
+                tol = (
+                    dict(abs=0.051, rel=0) if scale > 1 else dict(abs=1e-9, rel=5e-3)
+                )  # points to 0.1; other units to 3 significant digits
                 assert m, line
                 assert float(m[1]) == pytest.approx(e["diff"] * scale, **tol)
                 assert float(m[2]) == pytest.approx(e["ci_low"] * scale, **tol)
                 assert float(m[3]) == pytest.approx(e["ci_high"] * scale, **tol)
                 assert int(m[4]) == len(e["seeds"])
                 assert float(m[5]) == pytest.approx((e["ci_high"] - e["ci_low"]) / 2 * scale, **tol)
-                assert line.endswith(e["verdict"]) or (e["verdict"] == "within noise" and "within noise (could see >= " in line)
+                assert line.endswith(e["verdict"]) or (
+                    e["verdict"] == "within noise" and "within noise (could see >= " in line
+                )
 
 
 def test_measured_numbers_come_from_their_sources(table):
@@ -85,8 +109,9 @@ def test_quoted_source_lines_are_still_committed(file, line):
 
 
 def test_page_is_what_the_generator_writes_now():
-    assert matters.PAGE.read_text(encoding="utf-8") == matters.render_page(matters.matters_table()), \
+    assert matters.PAGE.read_text(encoding="utf-8") == matters.render_page(matters.matters_table()), (
         "docs/what_matters.md differs from the generator: run python docs/make_what_matters.py"
+    )
 
 
 def test_the_page_and_the_glossary_are_in_the_book():
@@ -116,17 +141,57 @@ def test_glossary_metric_names_are_logged():
     known = _metric_names()
     cited = [n for part in re.findall(r"Metric: ([^\n]*)", text) for n in re.findall(r"`([^`]+)`", part)]
     assert len(cited) >= 15
-    missing = [n for n in cited if n not in known and not any(re.fullmatch(k.replace("<name>", r"\S+").replace("<level>", r"\S+"), n) for k in known)]
+    missing = [
+        n
+        for n in cited
+        if n not in known
+        and not any(re.fullmatch(k.replace("<name>", r"\S+").replace("<level>", r"\S+"), n) for k in known)
+    ]
     assert not missing, f"glossary metric names not in docs/metrics.md: {missing}"
 
 
 def test_glossary_has_every_term():
     text = GLOSSARY.read_text(encoding="utf-8").lower()
-    terms = ["k1", "k2", "k3", "whitened advantage", "gae", "importance ratio", "clip fraction", "clip-higher", "dual clip", "dynamic sampling",
-             "zero-variance group", "token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm", "overlong", "kl penalty", "kl loss",
-             "reference model", "entropy collapse", "clip-cov", "kl-cov", "cispo", "sapo", "gspo", "dr. grpo", "rloo", "tis", "mis",
-             "pass@k", "scratchpad share", "within noise", "opposite", "detectable", "stop-gradient", "natural policy-gradient",
-             "rare_pos_frac", "clip_frac_dual", "arxiv:2503.14476"]
+    terms = [
+        "k1",
+        "k2",
+        "k3",
+        "whitened advantage",
+        "gae",
+        "importance ratio",
+        "clip fraction",
+        "clip-higher",
+        "dual clip",
+        "dynamic sampling",
+        "zero-variance group",
+        "token-mean",
+        "seq-mean-token-mean",
+        "seq-mean-token-sum-norm",
+        "overlong",
+        "kl penalty",
+        "kl loss",
+        "reference model",
+        "entropy collapse",
+        "clip-cov",
+        "kl-cov",
+        "cispo",
+        "sapo",
+        "gspo",
+        "dr. grpo",
+        "rloo",
+        "tis",
+        "mis",
+        "pass@k",
+        "scratchpad share",
+        "within noise",
+        "opposite",
+        "detectable",
+        "stop-gradient",
+        "natural policy-gradient",
+        "rare_pos_frac",
+        "clip_frac_dual",
+        "arxiv:2503.14476",
+    ]
     assert not [t for t in terms if t not in text]
 
 

@@ -6,7 +6,15 @@ import math
 import pytest
 import torch
 
-from rlalgos.workbook.mechanisms import aggregation_push, padded_working, plant_long_wrong, score_completions, signal_census, summarize_push, truncation_census
+from rlalgos.workbook.mechanisms import (
+    aggregation_push,
+    padded_working,
+    plant_long_wrong,
+    score_completions,
+    signal_census,
+    summarize_push,
+    truncation_census,
+)
 from rlalgos.rollout import rollout
 from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.tasks import correctness_reward, make_addition_split
@@ -19,7 +27,9 @@ def test_score_completions_rebuilds_what_the_sampler_recorded(base, task):
     ro = rollout(policy, tok, rows, 4, task.rewards, SamplingConfig(max_new_tokens=48), old_logprobs=False)
     again = score_completions(tok, rows, ro.completions, 4, task.rewards, 48)
     T = ro.completion_ids.shape[1]
-    assert torch.equal(again.completion_ids[:, :T], ro.completion_ids) and torch.equal(again.completion_mask[:, :T], ro.completion_mask)
+    assert torch.equal(again.completion_ids[:, :T], ro.completion_ids) and torch.equal(
+        again.completion_mask[:, :T], ro.completion_mask
+    )
     assert torch.equal(again.truncated, ro.truncated) and torch.equal(again.rewards, ro.rewards)
 
 
@@ -41,7 +51,11 @@ def test_aggregation_weights_follow_the_closed_forms(base, task):
     B, n_tokens = len(ro), ro.completion_mask.sum().item()
     checked = 0
     for _, r in df.dropna(subset=["weight_per_token"]).iterrows():
-        want = {"token-mean": 1 / n_tokens, "seq-mean-token-mean": 1 / (B * r["length"]), "seq-mean-token-sum-norm": 1 / (B * 48)}[r["mode"]]
+        want = {
+            "token-mean": 1 / n_tokens,
+            "seq-mean-token-mean": 1 / (B * r["length"]),
+            "seq-mean-token-sum-norm": 1 / (B * 48),
+        }[r["mode"]]
         assert r["weight_per_token"] == pytest.approx(want, rel=1e-4), r.to_dict()
         checked += 1
     assert checked >= 3 * 4  # at least four answers with a nonzero advantage, under each of the three modes
@@ -62,4 +76,7 @@ def test_censuses_count_what_a_plain_rollout_shows(base, task):
     assert c["zero_std_frac"] == pytest.approx((ro.group_std() == 0).float().mean().item())
     rows = make_addition_split(12, seed=4, terms=(2, 5))
     table = signal_census(policy, tok, task, rows, 4, seed=2)
-    assert table["groups"].sum() == 12 and (table["informative"] + table["all_right"] + table["all_wrong"] == table["groups"]).all()
+    assert (
+        table["groups"].sum() == 12
+        and (table["informative"] + table["all_right"] + table["all_wrong"] == table["groups"]).all()
+    )

@@ -21,7 +21,10 @@ N, P, T = 4, 6, 9  # 36 completion tokens: chunks of 1, 5, 7, 16 and 35 leave a 
 def batch(vocab: int):
     """Left-padded prompts and right-padded completions: (N, P) and (N, T) ids and masks."""
     g = torch.Generator().manual_seed(0)
-    prompt_ids, completion_ids = torch.randint(4, vocab, (N, P), generator=g), torch.randint(4, vocab, (N, T), generator=g)
+    prompt_ids, completion_ids = (
+        torch.randint(4, vocab, (N, P), generator=g),
+        torch.randint(4, vocab, (N, T), generator=g),
+    )
     prompt_mask, completion_mask = torch.ones(N, P, dtype=torch.long), torch.ones(N, T)
     prompt_mask[0, :3] = 0
     completion_mask[1, 5:] = 0
@@ -60,9 +63,13 @@ def test_chunked_gradients_equal_unchunked(tiny, chunk, entropy_grad, temperatur
 
     def grads(logits_chunk):
         model.zero_grad(set_to_none=True)
-        out = forward_logprobs(model, *args, temperature, with_entropy=True, entropy_grad=entropy_grad, logits_chunk=logits_chunk)
+        out = forward_logprobs(
+            model, *args, temperature, with_entropy=True, entropy_grad=entropy_grad, logits_chunk=logits_chunk
+        )
         assert out["entropy"].requires_grad == entropy_grad
-        loss = (out["logprobs"] * weights * args[3]).sum() + (0.3 * (out["entropy"] * args[3]).sum() if entropy_grad else 0.0)
+        loss = (out["logprobs"] * weights * args[3]).sum() + (
+            0.3 * (out["entropy"] * args[3]).sum() if entropy_grad else 0.0
+        )
         loss.backward()
         g = {n: p.grad.clone() for n, p in model.named_parameters()}
         model.zero_grad(set_to_none=True)
@@ -80,7 +87,15 @@ def test_chunked_forward_keeps_no_vocabulary_sized_tensor_for_the_backward(tiny)
     (N*T, H) hidden states: nothing with a vocabulary dimension."""
     model, tok = tiny
     V, args = len(tok), batch(len(tok))
-    assert V not in (N, P, T, P + T, N * T, model.config.hidden_size, model.config.intermediate_size)  # a V-sized dim can only be the vocabulary
+    assert V not in (
+        N,
+        P,
+        T,
+        P + T,
+        N * T,
+        model.config.hidden_size,
+        model.config.intermediate_size,
+    )  # a V-sized dim can only be the vocabulary
 
     def saved_shapes(logits_chunk):
         shapes = []
@@ -100,25 +115,51 @@ def test_models_that_rescale_their_logits_take_the_unchunked_path(tiny):
 
 
 def cfg_for(tmp_path, tiny_dir, name, **kw):
-    base = dict(model=str(tiny_dir), steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=4, eval_samples=2,
-                out_dir=str(tmp_path / name), progress=False)
+    base = dict(
+        model=str(tiny_dir),
+        steps=2,
+        prompts_per_step=2,
+        group_size=4,
+        max_new_tokens=8,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=2,
+        out_dir=str(tmp_path / name),
+        progress=False,
+    )
     return TrainConfig(**{**base, **kw})
 
 
-@pytest.mark.parametrize("algo,algo_kw", [
-    ("grpo", {}),  # KL to the reference in the loss
-    ("dapo", {"entropy_threshold": 100.0, "minibatches": 2, "dynamic_sampling": "off"}),  # entropy bonus on from step 2; old log-probs
-])
+@pytest.mark.parametrize(
+    "algo,algo_kw",
+    [
+        ("grpo", {}),  # KL to the reference in the loss
+        (
+            "dapo",
+            {"entropy_threshold": 100.0, "minibatches": 2, "dynamic_sampling": "off"},
+        ),  # entropy bonus on from step 2; old log-probs
+    ],
+)
 def test_training_with_chunks_gives_the_same_rows(tmp_path, tiny_dir, algo, algo_kw):
     from rlalgos.algorithms import make_config
 
-    rows = [train(cfg_for(tmp_path, tiny_dir, f"c{c}", algo=algo, logits_chunk=c), make_config(algo, **algo_kw)) for c in (0, 5)]
+    rows = [
+        train(cfg_for(tmp_path, tiny_dir, f"c{c}", algo=algo, logits_chunk=c), make_config(algo, **algo_kw))
+        for c in (0, 5)
+    ]
     if algo == "dapo":
         assert rows[0]["entropy_bonus_active"].tolist()[1:] == [0.0, 1.0]
     numbers = [c for c in rows[0].columns if rows[0][c].dtype.kind == "f" and not c.endswith(("seconds", "per_second"))]
     assert {"loss", "grad_norm", "entropy", "eval_entropy"} <= set(numbers)
     for c in numbers:
-        torch.testing.assert_close(torch.tensor(rows[1][c].values), torch.tensor(rows[0][c].values), atol=1e-5, rtol=1e-4, equal_nan=True, msg=c)
+        torch.testing.assert_close(
+            torch.tensor(rows[1][c].values),
+            torch.tensor(rows[0][c].values),
+            atol=1e-5,
+            rtol=1e-4,
+            equal_nan=True,
+            msg=c,
+        )
 
 
 @pytest.fixture
@@ -130,7 +171,9 @@ def reference_copies(monkeypatch):
     return copies
 
 
-@pytest.mark.parametrize("algo,log_kl,copies", [("dapo", False, 0), ("dapo", True, 1), ("grpo", False, 1), ("reinforce", False, 0)])
+@pytest.mark.parametrize(
+    "algo,log_kl,copies", [("dapo", False, 0), ("dapo", True, 1), ("grpo", False, 1), ("reinforce", False, 0)]
+)
 def test_reference_copy_only_when_needed(tmp_path, tiny_dir, reference_copies, algo, log_kl, copies):
     df = train(cfg_for(tmp_path, tiny_dir, "run", algo=algo, log_kl=log_kl, steps=1))
     assert len(reference_copies) == copies
@@ -139,8 +182,18 @@ def test_reference_copy_only_when_needed(tmp_path, tiny_dir, reference_copies, a
 
 def test_resumed_run_keeps_the_starting_policy_as_reference(tmp_path, reference_copies):
     # the shipped base model: right about 40% of the time, so the advantages are not all 0 and the policy moves
-    cfg = TrainConfig(algo="grpo", steps=2, prompts_per_step=4, group_size=4, eval_every=0, eval_prompts=4, eval_samples=1, log_kl=False,
-                      out_dir=str(tmp_path / "run"), progress=False)
+    cfg = TrainConfig(
+        algo="grpo",
+        steps=2,
+        prompts_per_step=4,
+        group_size=4,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=1,
+        log_kl=False,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+    )
     train(cfg)
     resume(cfg.out_dir, steps=3)
     start, _ = load_policy(None, device="cpu")
@@ -148,4 +201,6 @@ def test_resumed_run_keeps_the_starting_policy_as_reference(tmp_path, reference_
     assert len(reference_copies) == 2
     for name, p in reference_copies[1].state_dict().items():  # the resumed run's reference
         torch.testing.assert_close(p, start.state_dict()[name], atol=0, rtol=0)
-    assert any(not torch.equal(p, start.state_dict()[n]) for n, p in trained.state_dict().items())  # the policy did move
+    assert any(
+        not torch.equal(p, start.state_dict()[n]) for n, p in trained.state_dict().items()
+    )  # the policy did move

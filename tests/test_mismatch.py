@@ -61,14 +61,17 @@ def test_weights_match_trl(mode):
     assert m["rollout_is_mean"] == pytest.approx(float(core.masked_mean(w, mask)))
 
 
-VERL_IS_SCRIPT = VERL_PRELUDE + r'''
+VERL_IS_SCRIPT = (
+    VERL_PRELUDE
+    + r"""
 from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_weights
 cases, out = torch.load(sys.argv[1]), {}
 for name, (old, ro_lp, mask, level, threshold) in cases.items():
     w, metrics = compute_rollout_correction_weights(old - ro_lp, mask, rollout_is=level, rollout_is_threshold=threshold)
     out[name] = w
 torch.save(out, sys.argv[2])
-'''
+"""
+)
 
 
 def test_weights_match_verl(tmp_path):
@@ -77,7 +80,10 @@ def test_weights_match_verl(tmp_path):
     old, ro_lp, mask = fixed_logprobs(1)
     ro_lp[0, 0] = old[0, 0] + 30  # a log-ratio beyond verl's +-20 safety bound
     C = 2.0
-    cases = {mode: (old, ro_lp, mask, mode.split("_")[0], C if mode.endswith("truncate") else f"{MASK_NO_LOWER:g}_{C:g}") for mode in MODES}
+    cases = {
+        mode: (old, ro_lp, mask, mode.split("_")[0], C if mode.endswith("truncate") else f"{MASK_NO_LOWER:g}_{C:g}")
+        for mode in MODES
+    }
     got = run_verl(VERL_IS_SCRIPT, cases, tmp_path)
     for mode in MODES:
         w, _ = core.rollout_correction_weights(old, ro_lp, mask, mode, C)
@@ -140,7 +146,16 @@ def test_the_update_weights_every_registered_loss(mode):
 def sample(model, tok, rows, sampler=None, top_p=1.0, seed=0, engine="compact", keep=True):
     torch.manual_seed(seed)
     task = get_task("addition")
-    return rollout(model, tok, rows, 4, task.rewards, SamplingConfig(max_new_tokens=task.max_new_tokens, top_p=top_p, sampler=engine), sampler=sampler, rollout_logprobs=keep)
+    return rollout(
+        model,
+        tok,
+        rows,
+        4,
+        task.rewards,
+        SamplingConfig(max_new_tokens=task.max_new_tokens, top_p=top_p, sampler=engine),
+        sampler=sampler,
+        rollout_logprobs=keep,
+    )
 
 
 def test_float32_sampler_logprobs_are_the_trainers_and_bf16_ones_are_close(base):
@@ -149,17 +164,23 @@ def test_float32_sampler_logprobs_are_the_trainers_and_bf16_ones_are_close(base)
     ro = sample(policy, tok, rows)
     valid = ro.completion_mask > 0
     assert (ro.rollout_logprobs[~valid] == 0).all()
-    torch.testing.assert_close(ro.rollout_logprobs, ro.old_logprobs, atol=1e-4, rtol=0)  # the KV-cache loop vs one full pass, both fp32
+    torch.testing.assert_close(
+        ro.rollout_logprobs, ro.old_logprobs, atol=1e-4, rtol=0
+    )  # the KV-cache loop vs one full pass, both fp32
     hf = sample(policy, tok, rows[:2], engine="hf")  # transformers' generate: its processed scores
     torch.testing.assert_close(hf.rollout_logprobs, hf.old_logprobs, atol=1e-4, rtol=0)
-    plain = sample(policy, tok, rows, keep=False)  # the same draw with or without the sampler's log-probs kept: one random stream
+    plain = sample(
+        policy, tok, rows, keep=False
+    )  # the same draw with or without the sampler's log-probs kept: one random stream
     assert plain.rollout_logprobs is None and torch.equal(plain.completion_ids, ro.completion_ids)
     copy = SamplingCopy(policy, "bfloat16")
     assert next(copy.sync().parameters()).dtype == torch.bfloat16 and next(policy.parameters()).dtype == torch.float32
     bf = sample(policy, tok, rows, sampler=copy.sync())
     gap = core.logprob_gap(bf.old_logprobs, bf.rollout_logprobs, bf.completion_mask)
     assert 1e-4 < gap["mismatch_logp_gap_mean"] < 0.05 and gap["mismatch_logp_gap_max"] < 1.0, gap
-    nucleus = sample(policy, tok, rows, top_p=0.9)  # top-p renormalises: the sampler's log-probs are never below the trainer's
+    nucleus = sample(
+        policy, tok, rows, top_p=0.9
+    )  # top-p renormalises: the sampler's log-probs are never below the trainer's
     assert (nucleus.rollout_logprobs >= nucleus.old_logprobs - 1e-4)[nucleus.completion_mask > 0].all()
     with torch.no_grad():  # the copy follows the policy's weights on every sync
         p = next(policy.parameters())
@@ -182,13 +203,47 @@ def test_workbook_frame_of_token_gaps(base):
     assert df.gap.abs().mean() > 0
 
 
-TINY = ["--steps", "2", "--prompts-per-step", "4", "--group-size", "4", "--max-new-tokens", "24", "--eval-every", "0", "--eval-prompts", "4",
-        "--eval-samples", "1", "--save-every", "0", "--device", "cpu", "--no-progress"]
+TINY = [
+    "--steps",
+    "2",
+    "--prompts-per-step",
+    "4",
+    "--group-size",
+    "4",
+    "--max-new-tokens",
+    "24",
+    "--eval-every",
+    "0",
+    "--eval-prompts",
+    "4",
+    "--eval-samples",
+    "1",
+    "--save-every",
+    "0",
+    "--device",
+    "cpu",
+    "--no-progress",
+]
 
 
 def test_bf16_rollouts_with_tis_log_the_gap_and_weights(tmp_path):
     out = tmp_path / "run"
-    assert cli.main(["train", "grpo", *TINY, "--rollout-dtype", "bfloat16", "--rollout-correction", "token_truncate", "--out-dir", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "train",
+                "grpo",
+                *TINY,
+                "--rollout-dtype",
+                "bfloat16",
+                "--rollout-correction",
+                "token_truncate",
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][1:]
     assert len(rows) == 2
     for r in rows:
@@ -196,7 +251,11 @@ def test_bf16_rollouts_with_tis_log_the_gap_and_weights(tmp_path):
         assert 0 <= r["mismatch_ratio_beyond_2"] <= 1 and 0 <= r["rollout_is_clip_frac"] <= 1
         assert r["rollout_is_mean"] == pytest.approx(1.0, abs=0.05)
     saved = json.loads((out / "config.json").read_text())["train"]
-    assert (saved["rollout_dtype"], saved["rollout_correction"], saved["rollout_correction_threshold"]) == ("bfloat16", "token_truncate", 2.0)
+    assert (saved["rollout_dtype"], saved["rollout_correction"], saved["rollout_correction_threshold"]) == (
+        "bfloat16",
+        "token_truncate",
+        2.0,
+    )
 
 
 def test_a_stale_sampler_lags_between_syncs(tmp_path):
@@ -205,19 +264,29 @@ def test_a_stale_sampler_lags_between_syncs(tmp_path):
     out = tmp_path / "run"
     argv = ["train", "grpo", *TINY, "--steps", "4", "--lr", "3e-3", "--rollout-sync-every", "3", "--out-dir", str(out)]
     assert cli.main(argv) == 0
-    gap = {r["step"]: r["mismatch_logp_gap_mean"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if r["step"] > 0}
+    gap = {
+        r["step"]: r["mismatch_logp_gap_mean"]
+        for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
+        if r["step"] > 0
+    }
     assert gap[1] < 1e-5 and gap[4] < 1e-5, gap
     assert gap[2] > 100 * max(gap[1], 1e-7) and gap[3] > 100 * max(gap[4], 1e-7), gap
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--rollout-correction-threshold", "0.5", "--rollout-correction", "token_mask"], "rollout_correction_threshold must be >= 1"),
-    (["--rollout-correction", "tis"], "unknown rollout_correction 'tis'"),
-    (["--rollout-dtype", "int8"], "unknown rollout_dtype 'int8'"),
-    (["--rollout-sync-every", "0"], "rollout_sync_every must be >= 1"),
-    (["--top-p", "1.5"], "top_p must be in (0, 1]"),
-    (["--top-p", "0"], "top_p must be in (0, 1]"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (
+            ["--rollout-correction-threshold", "0.5", "--rollout-correction", "token_mask"],
+            "rollout_correction_threshold must be >= 1",
+        ),
+        (["--rollout-correction", "tis"], "unknown rollout_correction 'tis'"),
+        (["--rollout-dtype", "int8"], "unknown rollout_dtype 'int8'"),
+        (["--rollout-sync-every", "0"], "rollout_sync_every must be >= 1"),
+        (["--top-p", "1.5"], "top_p must be in (0, 1]"),
+        (["--top-p", "0"], "top_p must be in (0, 1]"),
+    ],
+)
 def test_bad_mismatch_settings_are_one_line_exit_2(tmp_path, capsys, argv, msg):
     out = tmp_path / "run"
     assert cli.main(["train", "grpo", *TINY, "--out-dir", str(out), *argv]) == 2
@@ -227,24 +296,44 @@ def test_bad_mismatch_settings_are_one_line_exit_2(tmp_path, capsys, argv, msg):
 
 
 def test_export_rows(tmp_path):
-    cfg = TrainConfig(algo="grpo", rollout_dtype="bfloat16", rollout_correction="token_mask", rollout_correction_threshold=3.0)
+    cfg = TrainConfig(
+        algo="grpo", rollout_dtype="bfloat16", rollout_correction="token_mask", rollout_correction_threshold=3.0
+    )
     _, config, _ = trl_settings(cfg, make_config("grpo"))
-    assert (config["vllm_importance_sampling_correction"], config["vllm_importance_sampling_mode"], config["vllm_importance_sampling_clip_max"]) == (True, "token_mask", 3.0)
+    assert (
+        config["vllm_importance_sampling_correction"],
+        config["vllm_importance_sampling_mode"],
+        config["vllm_importance_sampling_clip_max"],
+    ) == (True, "token_mask", 3.0)
     trl = pytest.importorskip("trl")
-    args = trl.GRPOConfig(output_dir=str(tmp_path), use_cpu=True, **{k: v for k, v in config.items() if k.startswith("vllm_")})
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, **{k: v for k, v in config.items() if k.startswith("vllm_")}
+    )
     assert args.vllm_importance_sampling_mode == "token_mask" and args.vllm_importance_sampling_clip_max == 3.0
     _, config, _ = trl_settings(TrainConfig(algo="grpo"), make_config("grpo"))
     assert config["vllm_importance_sampling_correction"] is False  # TRL's default is on
     values, _ = verl_overrides(cfg, make_config("grpo"))
     assert values["actor_rollout_ref.rollout.dtype"] == "bfloat16"
-    assert (values["algorithm.rollout_correction.rollout_is"], values["algorithm.rollout_correction.rollout_is_threshold"]) == ("token", "1e-09_3")
-    if importlib.util.find_spec("hydra") is not None and verl_config_dir() is not None:  # the keys exist in verl's config and the string survives Hydra
+    assert (
+        values["algorithm.rollout_correction.rollout_is"],
+        values["algorithm.rollout_correction.rollout_is_threshold"],
+    ) == ("token", "1e-09_3")
+    if (
+        importlib.util.find_spec("hydra") is not None and verl_config_dir() is not None
+    ):  # the keys exist in verl's config and the string survives Hydra
         from omegaconf import OmegaConf
 
         keys = [k for k in values if "rollout_correction" in k or k.endswith("rollout.dtype")]
         composed = compose_verl([f"{k}={hydra_value(values[k])}" for k in keys])
         assert [OmegaConf.select(composed, k) for k in keys] == [values[k] for k in keys]
     values, _ = verl_overrides(TrainConfig(algo="grpo", rollout_correction="sequence_truncate"), make_config("grpo"))
-    assert (values["algorithm.rollout_correction.rollout_is"], values["algorithm.rollout_correction.rollout_is_threshold"]) == ("sequence", 2.0)
-    _, config, mapping = trl_settings(TrainConfig(algo="rloo", rollout_correction="token_truncate"), make_config("rloo"))
-    assert not any(k.startswith("vllm_importance") for k in config) and any("RLOOTrainer has no importance-sampling" in n for n in mapping.notes)
+    assert (
+        values["algorithm.rollout_correction.rollout_is"],
+        values["algorithm.rollout_correction.rollout_is_threshold"],
+    ) == ("sequence", 2.0)
+    _, config, mapping = trl_settings(
+        TrainConfig(algo="rloo", rollout_correction="token_truncate"), make_config("rloo")
+    )
+    assert not any(k.startswith("vllm_importance") for k in config) and any(
+        "RLOOTrainer has no importance-sampling" in n for n in mapping.notes
+    )

@@ -23,7 +23,21 @@ from rlalgos.tools import cli
 from rlalgos.workbook.stats import paired_effect, paired_values, verdict_line
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "2", "--no-progress"]
+TINY = [
+    "--steps",
+    "2",
+    "--prompts-per-step",
+    "2",
+    "--group-size",
+    "2",
+    "--max-new-tokens",
+    "6",
+    "--eval-prompts",
+    "2",
+    "--eval-samples",
+    "2",
+    "--no-progress",
+]
 
 
 def one_line(capsys) -> str:
@@ -44,16 +58,28 @@ def test_resume_to_fewer_steps_is_one_line_and_leaves_the_folder_untouched(small
     before = {p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()}
     for steps in ("1", "2"):
         assert cli.main(["resume", str(small_run), "--steps", steps]) == 2
-        assert one_line(capsys) == f"rlalgos: error: {small_run} is at step 2; pass --steps > 2 to train on (the folder is untouched)"
+        assert (
+            one_line(capsys)
+            == f"rlalgos: error: {small_run} is at step 2; pass --steps > 2 to train on (the folder is untouched)"
+        )
     assert cli.main(["resume", str(small_run)]) == 2  # finished: nothing to train without a larger --steps
     assert "pass --steps > 2" in one_line(capsys)
-    assert {p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()} == before  # config.json still says what the run holds
+    assert {
+        p.name: p.read_bytes() for p in small_run.iterdir() if p.is_file()
+    } == before  # config.json still says what the run holds
     assert json.loads((small_run / "config.json").read_text())["train"]["steps"] == 2
 
 
 def test_the_summary_names_the_steps_of_its_evaluations(capsys):
-    df = pd.DataFrame([{"step": 0, "eval_accuracy": 0.4, "eval_greedy_accuracy": 0.6}, *({"step": s} for s in range(1, 10)),
-                       {"step": 10, "eval_accuracy": 0.5, "eval_greedy_accuracy": 0.7}, {"step": 11}, {"step": 12}])
+    df = pd.DataFrame(
+        [
+            {"step": 0, "eval_accuracy": 0.4, "eval_greedy_accuracy": 0.6},
+            *({"step": s} for s in range(1, 10)),
+            {"step": 10, "eval_accuracy": 0.5, "eval_greedy_accuracy": 0.7},
+            {"step": 11},
+            {"step": 12},
+        ]
+    )
     df.run_dir = "runs/x"
     cli._print_run_summary(df)
     out = capsys.readouterr().out
@@ -61,11 +87,18 @@ def test_the_summary_names_the_steps_of_its_evaluations(capsys):
 
 
 def test_eval_takes_a_run_folder_and_says_no_such_folder(small_run, tmp_path, capsys):
-    assert cli.main(["eval", "--model", str(small_run), "--prompts", "2", "--samples", "1", "--show", "0", "--device", "cpu"]) == 0
+    assert (
+        cli.main(
+            ["eval", "--model", str(small_run), "--prompts", "2", "--samples", "1", "--show", "0", "--device", "cpu"]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     assert f"{small_run} is a run folder; loading its checkpoint" in err
-    numbers = json.loads(out[out.index("{"):])
-    assert "eval_accuracy" in numbers and all(v == round(v, 4) for v in numbers.values() if isinstance(v, float))  # not 0.44999998807907104
+    numbers = json.loads(out[out.index("{") :])
+    assert "eval_accuracy" in numbers and all(
+        v == round(v, 4) for v in numbers.values() if isinstance(v, float)
+    )  # not 0.44999998807907104
     for missing in (tmp_path / "nothere", "./nothere"):
         assert cli.main(["eval", "--model", str(missing)]) == 2
         assert "no such folder" in one_line(capsys)
@@ -80,8 +113,13 @@ def test_help_fits_two_screens_with_the_common_options_first(capsys):
         first = "\n".join(lines[:25])
         assert "run options" in first and "--steps INT" in first and "--out-dir" in first, name
         text = "\n".join(lines)
-        assert "algorithm." not in text and "--dtype {auto,float32,bfloat16" in text and "--sampler {compact,hf}" in text, name
-        order = [text.index(t) for t in (" run options", f" {name} options", " sampling, evaluation and logging", " engine (")]
+        assert (
+            "algorithm." not in text and "--dtype {auto,float32,bfloat16" in text and "--sampler {compact,hf}" in text
+        ), name
+        order = [
+            text.index(t)
+            for t in (" run options", f" {name} options", " sampling, evaluation and logging", " engine (")
+        ]
         assert order == sorted(order), name
     with pytest.raises(SystemExit):
         cli.main(["resume", "--help"])
@@ -91,11 +129,20 @@ def test_help_fits_two_screens_with_the_common_options_first(capsys):
 
 def test_typos_get_the_nearest_name_of_this_command(capsys):
     cases = [
-        (["train", "grpo", "--step", "5"], "rlalgos train grpo has no option --step; did you mean --steps? (rlalgos train grpo --help lists them)"),
+        (
+            ["train", "grpo", "--step", "5"],
+            "rlalgos train grpo has no option --step; did you mean --steps? (rlalgos train grpo --help lists them)",
+        ),
         (["train", "--steps", "5", "grpo"], "name the algorithm before its options: rlalgos train grpo --steps 5"),
-        (["compare", "--algos", "dapo:minibatch=4"], "dapo has no option 'minibatch' in 'dapo:minibatch=4'; did you mean minibatches?"),
+        (
+            ["compare", "--algos", "dapo:minibatch=4"],
+            "dapo has no option 'minibatch' in 'dapo:minibatch=4'; did you mean minibatches?",
+        ),
         (["eval", "--sample", "3"], "rlalgos eval has no option --sample; did you mean --samples?"),
-        (["claims", "run", "lr-collapse", "--job", "2"], "rlalgos claims run has no option --job; did you mean --jobs?"),
+        (
+            ["claims", "run", "lr-collapse", "--job", "2"],
+            "rlalgos claims run has no option --job; did you mean --jobs?",
+        ),
         (["resume", "runs/x", "--step", "3"], "rlalgos resume has no option --step; did you mean --steps?"),
     ]
     for argv, message in cases:
@@ -106,10 +153,14 @@ def test_typos_get_the_nearest_name_of_this_command(capsys):
 
 def test_run_many_without_a_main_guard_stops_before_any_run(tmp_path):
     script = tmp_path / "example.py"
-    script.write_text("from rlalgos.config import TrainConfig, make_config\nfrom rlalgos.tools.sweep import run_many\n"
-                      "run_many([(TrainConfig(algo='grpo', out_dir=f'runs/s{s}', seed=s), make_config('grpo')) for s in (0, 1)], jobs=2)\n")
+    script.write_text(
+        "from rlalgos.config import TrainConfig, make_config\nfrom rlalgos.tools.sweep import run_many\n"
+        "run_many([(TrainConfig(algo='grpo', out_dir=f'runs/s{s}', seed=s), make_config('grpo')) for s in (0, 1)], jobs=2)\n"
+    )
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and "outside `if __name__ == \"__main__\":`" in proc.stderr and "line 3" in proc.stderr, proc.stderr
+    assert proc.returncode != 0 and 'outside `if __name__ == "__main__":`' in proc.stderr and "line 3" in proc.stderr, (
+        proc.stderr
+    )
     assert not (tmp_path / "runs").exists()
 
 
@@ -122,16 +173,34 @@ def test_a_failed_run_is_named_not_a_type_error():
     row = paired_values(pd.Series([0.40, 0.42, 0.41]), pd.Series([0.45, 0.46, 0.47]), "eval_accuracy")
     assert all(type(row[k]) is float for k in ("base_mean", "arm_mean", "diff", "ci_low", "ci_high", "detectable"))
     line = verdict_line(row, "dapo", "grpo")
-    assert line.startswith("eval_accuracy  dapo - grpo = +5.0 points (95% CI ") and "3 seeds; detectable >= " in line and line.endswith("-> shown")
-    null = verdict_line(paired_values(pd.Series([0.40, 0.42, 0.41]), pd.Series([0.45, 0.38, 0.43]), "eval_accuracy"), "dapo", "grpo")
+    assert (
+        line.startswith("eval_accuracy  dapo - grpo = +5.0 points (95% CI ")
+        and "3 seeds; detectable >= " in line
+        and line.endswith("-> shown")
+    )
+    null = verdict_line(
+        paired_values(pd.Series([0.40, 0.42, 0.41]), pd.Series([0.45, 0.38, 0.43]), "eval_accuracy"), "dapo", "grpo"
+    )
     assert "-> within noise (could see >= " in null
 
 
 def test_a_cheap_claims_run_says_it_is_one(tmp_path, monkeypatch, capsys):
     from rlalgos.workbook import claims
 
-    effect = {"arm": "hi", "base": "base", "metric": "eval_accuracy", "direction": -1, "headline": True, "arm_mean": 0.1, "base_mean": 0.5,
-              "diff": -0.4, "ci_low": -0.5, "ci_high": -0.3, "verdict": "shown", "seeds": 3}
+    effect = {
+        "arm": "hi",
+        "base": "base",
+        "metric": "eval_accuracy",
+        "direction": -1,
+        "headline": True,
+        "arm_mean": 0.1,
+        "base_mean": 0.5,
+        "diff": -0.4,
+        "ci_low": -0.5,
+        "ci_high": -0.3,
+        "verdict": "shown",
+        "seeds": 3,
+    }
     monkeypatch.setattr(claims, "_trained_effects", lambda *a, **k: [effect])
     record = claims.run_claim("lr-collapse", seeds="20,21,22", out_dir=tmp_path, steps=5, prompts_per_step=4)
     out = capsys.readouterr().out
@@ -145,11 +214,30 @@ def test_a_cheap_claims_run_says_it_is_one(tmp_path, monkeypatch, capsys):
 
 def test_compare_with_three_seeds_prints_verdicts_and_plot_writes_next_to_the_run(tmp_path, tiny_dir, capsys):
     out = tmp_path / "cmp"
-    argv = ["compare", "--algos", "grpo,rloo", "--seeds", "3", "--jobs", "1", "--model", str(tiny_dir), *TINY, "--steps", "1", "--out-dir", str(out)]
+    argv = [
+        "compare",
+        "--algos",
+        "grpo,rloo",
+        "--seeds",
+        "3",
+        "--jobs",
+        "1",
+        "--model",
+        str(tiny_dir),
+        *TINY,
+        "--steps",
+        "1",
+        "--out-dir",
+        str(out),
+    ]
     assert cli.main(argv) == 0
     text = capsys.readouterr().out
     assert text.startswith("training 6 runs, 1 at a time: about")
-    assert "paired by seed, each against grpo" in text and "eval_accuracy  rloo - grpo = " in text and "detectable >= " in text
+    assert (
+        "paired by seed, each against grpo" in text
+        and "eval_accuracy  rloo - grpo = " in text
+        and "detectable >= " in text
+    )
     assert cli.main(["plot", str(out / "grpo" / "seed0")]) == 0
     assert (out / "grpo" / "seed0" / "plot.png").is_file() and not Path("plot.png").exists()
     capsys.readouterr()
@@ -189,14 +277,32 @@ def test_the_docs_code_blocks_run_as_scripts(tmp_path):
         script = tmp_path / f"example{i}.py"
         script.write_text(code)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
-        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
+        )
         assert proc.returncode == 0, (page, i, proc.stderr[-3000:])
         assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
 def test_the_pages_count_the_notebooks_right():
     """README and the book's front page say how many notebooks there are: the number in notebooks/."""
-    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen"]
+    words = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+    ]
     n = len(list((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb")))
     for page in (REPO / "README.md", REPO / "docs" / "index.md"):
         said = re.findall(r"\b(" + "|".join(words[2:]) + r"|\d+) notebooks\b", page.read_text(), flags=re.I)

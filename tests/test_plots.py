@@ -15,10 +15,19 @@ from rlalgos.engine.runs import run_metrics
 def fake_run(tmp_path, name, steps=10, with_kl_loss=False, eval_prompts=50, eval_samples=4):
     d = tmp_path / name
     d.mkdir()
-    (d / "config.json").write_text(json.dumps({"train": {"algo": name, "eval_prompts": eval_prompts, "eval_samples": eval_samples}}))
+    (d / "config.json").write_text(
+        json.dumps({"train": {"algo": name, "eval_prompts": eval_prompts, "eval_samples": eval_samples}})
+    )
     rows = [{"step": 0, "eval_accuracy": 0.4, "eval_greedy_accuracy": 0.6}]
     for s in range(1, steps + 1):
-        row = {"step": s, "reward_mean": s / steps, "entropy": 0.2 - 0.01 * s, "kl": 0.001 * s, "entropy_monitor_fired": float(s % 3 == 0), "completion_len": 20.0}
+        row = {
+            "step": s,
+            "reward_mean": s / steps,
+            "entropy": 0.2 - 0.01 * s,
+            "kl": 0.001 * s,
+            "entropy_monitor_fired": float(s % 3 == 0),
+            "completion_len": 20.0,
+        }
         if with_kl_loss:
             row["kl_loss"] = 0.002 * s
         rows.append(row)
@@ -39,7 +48,9 @@ def test_flags_are_not_smoothed_and_units_are_labelled(tmp_path):
     fig = plot_runs([df], keys=["entropy_monitor_fired", "entropy"], smooth=5)
     flag_line, ent_line = fig.axes[0].lines[0], fig.axes[1].lines[0]
     assert set(flag_line.get_ydata()) == {0.0, 1.0}  # drawn as logged
-    assert ent_line.get_ydata()[-1] == pytest.approx(np.mean([0.2 - 0.01 * s for s in range(6, 11)]))  # rolling mean of 5
+    assert ent_line.get_ydata()[-1] == pytest.approx(
+        np.mean([0.2 - 0.01 * s for s in range(6, 11)])
+    )  # rolling mean of 5
     assert fig.axes[1].get_ylabel() == "nats / token"
 
 
@@ -71,7 +82,9 @@ def test_one_colour_per_label_in_every_figure(tmp_path):
 
     runs = {name: [fake_run(tmp_path, name)] for name in ("clip_higher", "dapo", "grpo")}
     first = plot_runs(runs, keys=["entropy"])
-    second = plot_runs({"grpo": runs["grpo"], "clip_higher": runs["clip_higher"]}, keys=["entropy"])  # other order, other company
+    second = plot_runs(
+        {"grpo": runs["grpo"], "clip_higher": runs["clip_higher"]}, keys=["entropy"]
+    )  # other order, other company
     colour = lambda fig, label: next(ln.get_color() for ln in fig.axes[0].lines if ln.get_label() == label)  # noqa: E731
     for label in ("grpo", "clip_higher"):
         assert colour(first, label) == colour(second, label) == label_color(label)

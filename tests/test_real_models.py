@@ -21,7 +21,9 @@ from rlalgos.tasks import addition_task
 from rlalgos.train import resume, train
 
 IM_END = "<|im_end|>"
-TEMPLATE = "{% for m in messages %}User: {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+TEMPLATE = (
+    "{% for m in messages %}User: {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+)
 
 
 def _save_model(d, chat_template: str | None = None):
@@ -64,13 +66,15 @@ def test_stop_ids_are_the_tokenizers_eos_and_every_generation_config_eos(two_eos
 
 def test_second_stop_id_has_the_first_ones_mask_and_length_rules():
     eos, im_end = 2, 9
-    ids = torch.tensor([
-        [5, 6, 2, 0, 0],  # ends in the first id
-        [5, 6, 9, 0, 0],  # ends in the second: the same mask, not truncated
-        [9, 0, 0, 0, 0],
-        [5, 9, 6, 2, 0],  # the first stop of either kind counts
-        [5, 6, 7, 8, 5],  # never stops: truncated
-    ])
+    ids = torch.tensor(
+        [
+            [5, 6, 2, 0, 0],  # ends in the first id
+            [5, 6, 9, 0, 0],  # ends in the second: the same mask, not truncated
+            [9, 0, 0, 0, 0],
+            [5, 9, 6, 2, 0],  # the first stop of either kind counts
+            [5, 6, 7, 8, 5],  # never stops: truncated
+        ]
+    )
     mask, trunc = completion_mask_from_ids(ids, [eos, im_end])
     assert mask.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 1, 1]]
     assert trunc.tolist() == [False, False, False, False, True]
@@ -86,7 +90,15 @@ def test_answers_ending_in_either_stop_id_are_finished(two_eos, sampler):
     rows = [{"prompt": p, "answer": "0"} for p in ("1+2=", "12+30=", "5+5+5=", "9+1=")]
     torch.manual_seed(0)
     T = 8
-    ro = rollout(model, tok, rows, 32, addition_task().rewards, SamplingConfig(max_new_tokens=T, sampler=sampler), old_logprobs=False)
+    ro = rollout(
+        model,
+        tok,
+        rows,
+        32,
+        addition_task().rewards,
+        SamplingConfig(max_new_tokens=T, sampler=sampler),
+        old_logprobs=False,
+    )
     ends = []
     for i in range(len(ro)):
         n = int(ro.completion_mask[i].sum())
@@ -142,7 +154,10 @@ def test_chat_template_without_one_is_a_one_line_error(tiny, tiny_dir, tmp_path,
     with pytest.raises(ValueError, match="no chat template"):
         train(TrainConfig(model=str(tiny_dir), chat_template=True, steps=1, out_dir=str(out), progress=False))
     assert not out.exists()  # failed before the run folder was touched
-    assert cli.main(["train", "grpo", "--model", str(tiny_dir), "--chat-template", "--out-dir", str(out), "--no-progress"]) == 2
+    assert (
+        cli.main(["train", "grpo", "--model", str(tiny_dir), "--chat-template", "--out-dir", str(out), "--no-progress"])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("rlalgos: error:") and "chat template" in err and "\n" not in err
 
@@ -152,10 +167,15 @@ def test_chat_template_without_one_is_a_one_line_error(tiny, tiny_dir, tmp_path,
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"top_p": 0.0}, "top_p must be in (0, 1]"), ({"top_p": 1.5}, "top_p must be in (0, 1]"),
-    ({"score_batch_size": 0}, "score_batch_size must be >= 1"), ({"dtype": "fp8"}, "unknown dtype 'fp8'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"top_p": 0.0}, "top_p must be in (0, 1]"),
+        ({"top_p": 1.5}, "top_p must be in (0, 1]"),
+        ({"score_batch_size": 0}, "score_batch_size must be >= 1"),
+        ({"dtype": "fp8"}, "unknown dtype 'fp8'"),
+    ],
+)
 def test_new_knobs_are_validated(bad, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("]", r"\]")):
         TrainConfig(**bad).validate()
@@ -168,16 +188,22 @@ def test_help_shows_the_new_knobs(capsys):
     for opt in ("--top-p", "--dtype", "--score-batch-size", "--chat-template"):
         assert opt in text, opt
     assert cli.main(["algos", "grpo"]) == 0  # the whole text of each option
-    assert "full softmax at the temperature" in " ".join(capsys.readouterr().out.split())  # top_p says what the log-probs are
+    assert "full softmax at the temperature" in " ".join(
+        capsys.readouterr().out.split()
+    )  # top_p says what the log-probs are
 
 
 def test_dtype_is_how_the_model_is_loaded_and_run(tiny_dir):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert resolve_precision("auto", cpu) == (torch.float32, None)
-    assert resolve_precision("auto", cuda) == resolve_precision("bfloat16", cpu) == (torch.float32, torch.bfloat16)  # fp32 master weights, bf16 autocast
+    assert (
+        resolve_precision("auto", cuda) == resolve_precision("bfloat16", cpu) == (torch.float32, torch.bfloat16)
+    )  # fp32 master weights, bf16 autocast
     assert resolve_precision("bfloat16-weights", cuda) == (torch.bfloat16, None)
     model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16")
-    assert model.dtype == torch.float32 and not hasattr(model, "rlalgos_autocast")  # the model carries no precision setting: the run's forward passes do
+    assert model.dtype == torch.float32 and not hasattr(
+        model, "rlalgos_autocast"
+    )  # the model carries no precision setting: the run's forward passes do
     model, _ = load_policy(tiny_dir, device="cpu", dtype="bfloat16-weights")
     assert model.dtype == torch.bfloat16
     for bad in ("half", "float16"):
@@ -205,7 +231,12 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
 
     _, tok = load_policy(two_eos_dir, device="cpu")
     seen = {"top_p": set(), "batch": set(), "dtype": set(), "chat": set()}
-    expected = {"top_p": {0.9}, "batch": {3}, "dtype": {(torch.float32, torch.bfloat16)}, "chat": {True}}  # fp32 weights sampled under bf16 autocast
+    expected = {
+        "top_p": {0.9},
+        "batch": {3},
+        "dtype": {(torch.float32, torch.bfloat16)},
+        "chat": {True},
+    }  # fp32 weights sampled under bf16 autocast
 
     def spy_sampler(fn):
         def wrapped(model, input_ids, *args, **kw):
@@ -213,26 +244,54 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
             seen["dtype"].add((model.dtype, torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu")))
             seen["chat"].update(t.startswith("User: ") for t in tok.batch_decode(input_ids, skip_special_tokens=True))
             return fn(model, input_ids, *args, **kw)
+
         return wrapped
 
     def spy_scorer(fn):
         def wrapped(model, ro, batch_size=512, **kw):
             seen["batch"].add(batch_size)
             return fn(model, ro, batch_size, **kw)
+
         return wrapped
 
-    monkeypatch.setattr(rlalgos.engine.sampler, "sample_completions", spy_sampler(rlalgos.engine.sampler.sample_completions))
-    for mod, name in ((rlalgos.rollout, "batched_stats"), (rlalgos.train, "batched_logprobs"), (rlalgos.algorithms.base, "batched_logprobs")):
+    monkeypatch.setattr(
+        rlalgos.engine.sampler, "sample_completions", spy_sampler(rlalgos.engine.sampler.sample_completions)
+    )
+    for mod, name in (
+        (rlalgos.rollout, "batched_stats"),
+        (rlalgos.train, "batched_logprobs"),
+        (rlalgos.algorithms.base, "batched_logprobs"),
+    ):
         monkeypatch.setattr(mod, name, spy_scorer(getattr(mod, name)))
     monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)
     run = tmp_path / "run"
-    cfg = TrainConfig(model=str(two_eos_dir), steps=2, prompts_per_step=2, group_size=3, max_new_tokens=6, eval_every=0, eval_prompts=2, eval_samples=2,
-                      save_every=1, out_dir=str(run), progress=False, top_p=0.9, score_batch_size=3, dtype="bfloat16", chat_template=True)
+    cfg = TrainConfig(
+        model=str(two_eos_dir),
+        steps=2,
+        prompts_per_step=2,
+        group_size=3,
+        max_new_tokens=6,
+        eval_every=0,
+        eval_prompts=2,
+        eval_samples=2,
+        save_every=1,
+        out_dir=str(run),
+        progress=False,
+        top_p=0.9,
+        score_batch_size=3,
+        dtype="bfloat16",
+        chat_template=True,
+    )
     train(cfg, make_config("reinforce", kl_coef=0.05))
     assert "rlalgos: warning: lr is the default 0.0001" in capsys.readouterr().err
     assert seen == expected
     saved = json.loads((run / "config.json").read_text())["train"]
-    assert {k: saved[k] for k in ("top_p", "score_batch_size", "dtype", "chat_template")} == {"top_p": 0.9, "score_batch_size": 3, "dtype": "bfloat16", "chat_template": True}
+    assert {k: saved[k] for k in ("top_p", "score_batch_size", "dtype", "chat_template")} == {
+        "top_p": 0.9,
+        "score_batch_size": 3,
+        "dtype": "bfloat16",
+        "chat_template": True,
+    }
     assert json.loads((run / "checkpoint" / "config.json").read_text())["dtype"] == "float32"  # the master weights
     samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
     assert samples and all(not s["prompt"].startswith("User:") for s in samples)  # the logs keep the task's prompt
@@ -250,5 +309,24 @@ def test_eval_cli_passes_top_p_to_the_sampled_eval(tiny_dir, monkeypatch, capsys
     seen = {}
     real = train_mod.evaluate
     monkeypatch.setattr(train_mod, "evaluate", lambda *a, **k: seen.update(k) or real(*a, **k))
-    assert cli.main(["eval", "--model", str(tiny_dir), "--top-p", "0.9", "--prompts", "2", "--samples", "2", "--show", "0", "--device", "cpu"]) == 0
+    assert (
+        cli.main(
+            [
+                "eval",
+                "--model",
+                str(tiny_dir),
+                "--top-p",
+                "0.9",
+                "--prompts",
+                "2",
+                "--samples",
+                "2",
+                "--show",
+                "0",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert seen["top_p"] == 0.9 and '"eval_accuracy"' in capsys.readouterr().out

@@ -8,7 +8,14 @@ from transformers import AutoModelForSequenceClassification
 
 from rlalgos.model import load_policy
 from rlalgos.config import REWARD_MODEL_DIR, RMConfig
-from rlalgos.workbook.reward_model import ModelReward, auc, evaluate_reward_model, make_pairs, sample_labelled, train_reward_model
+from rlalgos.workbook.reward_model import (
+    ModelReward,
+    auc,
+    evaluate_reward_model,
+    make_pairs,
+    sample_labelled,
+    train_reward_model,
+)
 from rlalgos.tasks import RewardSet, addition_task, correctness_reward
 from rlalgos.train import TrainConfig, train
 
@@ -47,7 +54,21 @@ def test_reward_set_treats_model_and_rule_rewards_alike(tiny_rm_dir):
 
 
 def test_training_with_a_reward_model_logs_each_part(tiny_dir, tiny_rm_dir, tmp_path):
-    cfg = TrainConfig(model=str(tiny_dir), algo="grpo", steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=2, eval_samples=2, reward_model=str(tiny_rm_dir), rule_weight=0.0, out_dir=str(tmp_path / "r"), progress=False)
+    cfg = TrainConfig(
+        model=str(tiny_dir),
+        algo="grpo",
+        steps=2,
+        prompts_per_step=2,
+        group_size=4,
+        max_new_tokens=8,
+        eval_every=0,
+        eval_prompts=2,
+        eval_samples=2,
+        reward_model=str(tiny_rm_dir),
+        rule_weight=0.0,
+        out_dir=str(tmp_path / "r"),
+        progress=False,
+    )
     df = train(cfg)
     assert {"reward/rm", "reward/correct", "accuracy"} <= set(df)
     row = df.iloc[-1]
@@ -57,12 +78,26 @@ def test_training_with_a_reward_model_logs_each_part(tiny_dir, tiny_rm_dir, tmp_
 
 def test_auc_and_pairs_by_hand():
     assert auc([0.9, 0.8, 0.1, 0.8], [1, 1, 0, 0]) == pytest.approx((1 + 1 + 1 + 0.5) / 4)
-    data = [{"prompt": "p", "completion": c, "label": y, "group": 0} for c, y in [("a", 1), ("b", 0), ("c", 0)]] + [{"prompt": "q", "completion": "d", "label": 1, "group": 1}]
+    data = [{"prompt": "p", "completion": c, "label": y, "group": 0} for c, y in [("a", 1), ("b", 0), ("c", 0)]] + [
+        {"prompt": "q", "completion": "d", "label": 1, "group": 1}
+    ]
     assert sorted(make_pairs(data, random.Random(0))) == [("pa", "pb"), ("pa", "pc")]
 
 
 def test_train_reward_model_smoke(tiny_dir, tmp_path):
-    report = train_reward_model(RMConfig(base=str(tiny_dir), prompts=4, heldout_prompts=2, group_size=2, loss="bce", steps=2, batch_size=4, out_dir=str(tmp_path / "rm"), progress=False))
+    report = train_reward_model(
+        RMConfig(
+            base=str(tiny_dir),
+            prompts=4,
+            heldout_prompts=2,
+            group_size=2,
+            loss="bce",
+            steps=2,
+            batch_size=4,
+            out_dir=str(tmp_path / "rm"),
+            progress=False,
+        )
+    )
     assert (tmp_path / "rm" / "config.json").exists() and "heldout_auc" in report
     with pytest.raises(ValueError, match="unknown loss"):
         train_reward_model(RMConfig(loss="hinge"))

@@ -15,7 +15,18 @@ TRAIN_COLS = ["reward_mean", "accuracy", "entropy", "kl", "grad_norm", "completi
 
 
 def cfg_for(tmp_path, tiny_dir, name="run", **kw):
-    base = dict(model=str(tiny_dir), steps=4, prompts_per_step=4, group_size=4, max_new_tokens=8, eval_every=0, eval_prompts=4, eval_samples=2, out_dir=str(tmp_path / name), progress=False)
+    base = dict(
+        model=str(tiny_dir),
+        steps=4,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=8,
+        eval_every=0,
+        eval_prompts=4,
+        eval_samples=2,
+        out_dir=str(tmp_path / name),
+        progress=False,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -25,14 +36,17 @@ def task_with_reward(fn, name="custom"):
     return Task("addition", base.train, base.test, RewardSet([("correct", correctness_reward, 1.0), (name, fn, 1.0)]))
 
 
-@pytest.mark.parametrize("kw,msg", [
-    (dict(group_size=1, algo="grpo"), "group_size must be >= 2"),
-    (dict(steps=0), "steps must be >= 1"),
-    (dict(temperature=0.0), "temperature must be > 0"),
-    (dict(max_new_tokens=-5), "max_new_tokens must be >= 0"),
-    (dict(algo="ppo2"), "unknown algorithm 'ppo2'"),
-    (dict(task="chess"), "unknown task 'chess'"),
-])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(group_size=1, algo="grpo"), "group_size must be >= 2"),
+        (dict(steps=0), "steps must be >= 1"),
+        (dict(temperature=0.0), "temperature must be > 0"),
+        (dict(max_new_tokens=-5), "max_new_tokens must be >= 0"),
+        (dict(algo="ppo2"), "unknown algorithm 'ppo2'"),
+        (dict(task="chess"), "unknown task 'chess'"),
+    ],
+)
 def test_bad_train_config_fails_before_running(tmp_path, tiny_dir, kw, msg):
     with pytest.raises(ValueError, match=msg):
         train(cfg_for(tmp_path, tiny_dir, **kw))
@@ -51,7 +65,9 @@ def test_reward_function_wrong_length_or_nan(tmp_path, tiny_dir):
     with pytest.raises(ValueError, match=r"'short' returned 1 values for \d+ completions"):
         train(cfg_for(tmp_path / "a", tiny_dir), task=task_with_reward(lambda p, c, **k: [0.0], "short"))
     with pytest.raises(ValueError, match=r"'nan' returned nan for prompt .* rewards must be finite"):
-        train(cfg_for(tmp_path / "b", tiny_dir), task=task_with_reward(lambda p, c, **k: [float("nan")] * len(c), "nan"))
+        train(
+            cfg_for(tmp_path / "b", tiny_dir), task=task_with_reward(lambda p, c, **k: [float("nan")] * len(c), "nan")
+        )
 
 
 def test_nonfinite_gradient_stops_and_keeps_rows_and_weights(tmp_path, tiny_dir, monkeypatch):
@@ -113,7 +129,9 @@ def test_interrupt_keeps_rows_and_resume_matches_uninterrupted(tmp_path, tiny_di
     monkeypatch.setattr(DAPO, "update", orig)
     resumed = resume(tmp_path / "cut")  # continues from the step-2 checkpoint
     assert resumed["step"].tolist() == [0, 1, 2, 3, 4, 5]
-    pd.testing.assert_frame_equal(resumed[TRAIN_COLS].iloc[1:].reset_index(drop=True), full[TRAIN_COLS].iloc[1:].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        resumed[TRAIN_COLS].iloc[1:].reset_index(drop=True), full[TRAIN_COLS].iloc[1:].reset_index(drop=True)
+    )
     assert resumed["eval_accuracy"].iloc[-1] == pytest.approx(full["eval_accuracy"].iloc[-1])
     assert load_metrics(tmp_path / "cut")["step"].tolist() == [0, 1, 2, 3, 4, 5]  # no duplicated rows on disk
 
@@ -121,7 +139,9 @@ def test_interrupt_keeps_rows_and_resume_matches_uninterrupted(tmp_path, tiny_di
 def test_resume_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.json not found"):
         resume(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({"train": TrainConfig(out_dir=str(tmp_path)).__dict__, "algo": make_config("reinforce").__dict__}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"train": TrainConfig(out_dir=str(tmp_path)).__dict__, "algo": make_config("reinforce").__dict__})
+    )
     with pytest.raises(FileNotFoundError, match="no checkpoint in"):
         resume(tmp_path)
     (tmp_path / "checkpoint").mkdir()

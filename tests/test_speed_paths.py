@@ -33,7 +33,15 @@ def test_compaction_and_shared_prefill_do_not_change_greedy_tokens(base, task):
     args = (policy, enc["input_ids"], enc["attention_mask"], 48, tok.eos_token_id, tok.pad_token_id)
     never = sample_completions(*args, greedy=True, n=3, compact_frac=2.0)  # no row ever leaves the batch
     often = sample_completions(*args, greedy=True, n=3, compact_frac=0.01)  # rows leave as soon as they end
-    expanded = sample_completions(policy, enc["input_ids"].repeat_interleave(3, 0), enc["attention_mask"].repeat_interleave(3, 0), 48, tok.eos_token_id, tok.pad_token_id, greedy=True)
+    expanded = sample_completions(
+        policy,
+        enc["input_ids"].repeat_interleave(3, 0),
+        enc["attention_mask"].repeat_interleave(3, 0),
+        48,
+        tok.eos_token_id,
+        tok.pad_token_id,
+        greedy=True,
+    )
     assert torch.equal(never, often) and torch.equal(never, expanded)
 
 
@@ -46,11 +54,22 @@ def test_compact_sampler_draws_from_the_model_distribution(tiny):
         logits = model(**enc).logits[0, -1]
     for temperature in (1.0, 0.7):
         torch.manual_seed(0)
-        out = sample_completions(model, enc["input_ids"], enc["attention_mask"], 1, tok.eos_token_id, tok.pad_token_id, temperature=temperature, n=4000)
+        out = sample_completions(
+            model,
+            enc["input_ids"],
+            enc["attention_mask"],
+            1,
+            tok.eos_token_id,
+            tok.pad_token_id,
+            temperature=temperature,
+            n=4000,
+        )
         freq = torch.bincount(out[:, 0], minlength=logits.shape[0]).float() / 4000
         probs = torch.softmax(logits / temperature, -1)
         assert (freq - probs).abs().max() < 0.03, (temperature, (freq - probs).abs().max())
-    out = sample_completions(model, enc["input_ids"], enc["attention_mask"], 1, tok.eos_token_id, tok.pad_token_id, top_p=0.5, n=500)
+    out = sample_completions(
+        model, enc["input_ids"], enc["attention_mask"], 1, tok.eos_token_id, tok.pad_token_id, top_p=0.5, n=500
+    )
     sorted_p, order = torch.softmax(logits, -1).sort(descending=True)
     nucleus = set(order[: int((sorted_p.cumsum(0) < 0.5).sum()) + 1].tolist())
     assert set(out[:, 0].tolist()) <= nucleus
@@ -114,7 +133,9 @@ def test_length_buckets_give_the_same_update(base, task, name, overrides):
         cfg = make_config(name, **overrides, length_buckets=buckets, micro_batch_size=micro)
         algo = get_algorithm(name)(policy, cfg, max_new_tokens=48)
         grads = []  # the gradient at every optimizer step, instead of stepping
-        algo.optimizer.step = lambda grads=grads, algo=algo: grads.append(torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None]))
+        algo.optimizer.step = lambda grads=grads, algo=algo: grads.append(
+            torch.cat([p.grad.flatten() for p in algo.parameters() if p.grad is not None])
+        )
         torch.manual_seed(2)  # the same minibatch shuffle
         m = algo.update(Rollout.concat([ro]))
         results.append((grads, m))

@@ -6,7 +6,16 @@ import math
 import pandas as pd
 import pytest
 
-from rlalgos.workbook.stats import binomial_se, by_seed, effect_lines, effect_table, final_value, paired_effect, steps_to, t975
+from rlalgos.workbook.stats import (
+    binomial_se,
+    by_seed,
+    effect_lines,
+    effect_table,
+    final_value,
+    paired_effect,
+    steps_to,
+    t975,
+)
 from rlalgos.engine.runs import run_metrics
 
 
@@ -15,7 +24,9 @@ def _run(tmp_path, name, seed, acc_end, entropy):
     d = tmp_path / name
     d.mkdir()
     (d / "config.json").write_text(json.dumps({"train": {"seed": seed, "eval_prompts": 100, "eval_samples": 4}}))
-    rows = [{"step": 0, "eval_accuracy": 0.3}] + [{"step": s, "entropy": entropy + 0.01 * (10 - s)} for s in range(1, 11)]
+    rows = [{"step": 0, "eval_accuracy": 0.3}] + [
+        {"step": s, "entropy": entropy + 0.01 * (10 - s)} for s in range(1, 11)
+    ]
     rows[-1]["eval_accuracy"] = acc_end
     return run_metrics(rows, d)
 
@@ -48,8 +59,10 @@ def test_paired_effect_pairs_by_seed_and_uses_the_t_interval(tmp_path):
 
 
 def test_effect_table_has_a_row_per_arm_and_metric(tmp_path):
-    groups = {"grpo": [_run(tmp_path, f"g{s}", s, 0.4, 0.2) for s in range(3)],
-              "x": [_run(tmp_path, f"x{s}", s, 0.4 + 0.01 * s, 0.1) for s in range(3)]}
+    groups = {
+        "grpo": [_run(tmp_path, f"g{s}", s, 0.4, 0.2) for s in range(3)],
+        "x": [_run(tmp_path, f"x{s}", s, 0.4 + 0.01 * s, 0.1) for s in range(3)],
+    }
     t = effect_table(groups, "grpo", ["eval_accuracy", "entropy"])
     assert list(t.index) == [("x", "eval_accuracy"), ("x", "entropy")]
     assert t.loc[("x", "entropy"), "diff"] == pytest.approx(-0.1) and t.loc[("x", "entropy"), "verdict"] == "shown"
@@ -61,9 +74,11 @@ def test_t_quantiles_and_binomial_error():
 
 
 def test_effect_lines_read_like_the_numbers(tmp_path):
-    groups = {"grpo": [_run(tmp_path, f"g{s}", s, 0.40, 0.2) for s in range(3)],
-              "x": [_run(tmp_path, f"x{s}", s, a, 0.2) for s, a in enumerate((0.45, 0.35, 0.41))]}
+    groups = {
+        "grpo": [_run(tmp_path, f"g{s}", s, 0.40, 0.2) for s in range(3)],
+        "x": [_run(tmp_path, f"x{s}", s, a, 0.2) for s, a in enumerate((0.45, 0.35, 0.41))],
+    }
     (line,) = effect_lines(groups, "grpo", ["eval_accuracy"])
     assert line.startswith("x vs grpo, eval_accuracy: 0.403 vs 0.400, paired diff +0.003 (95% CI -")
-    half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3 ** 0.5  # the interval's half-width: what 3 seeds could detect
+    half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3**0.5  # the interval's half-width: what 3 seeds could detect
     assert line.endswith(f"3 seeds; detectable >= {half:.3f}): within noise"), line

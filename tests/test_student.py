@@ -41,11 +41,15 @@ def test_the_student_notebook_drops_the_solutions_and_the_exercise_outputs_and_k
     for old, new in zip(kept, student.cells):  # the same cells in the same order
         assert old.id == new.id and old.cell_type == new.cell_type
         if old.cell_type == "code" and not is_exercise(old):
-            assert new.outputs == old.outputs and new.execution_count == old.execution_count  # the lesson's figures stay
+            assert (
+                new.outputs == old.outputs and new.execution_count == old.execution_count
+            )  # the lesson's figures stay
     assert sum(1 for c in student.cells if c.cell_type == "code" and c.outputs) > 5
     text = "\n".join(c.source for c in student.cells)
     assert SOLUTION_SENTENCE not in text and STUDENT_SENTENCE in text  # no pointer to solutions that are not there
-    assert student_notebook(json.loads(NB01.read_text(encoding="utf-8"))).cells == student.cells  # a plain dict works the same
+    assert (
+        student_notebook(json.loads(NB01.read_text(encoding="utf-8"))).cells == student.cells
+    )  # a plain dict works the same
 
 
 def test_the_cli_refuses_a_folder_with_files_and_overwrite_keeps_them(tmp_path, capsys):
@@ -56,7 +60,13 @@ def test_the_cli_refuses_a_folder_with_files_and_overwrite_keeps_them(tmp_path, 
     stale = out / NB01.name
     stale.write_text("{}")
 
-    p = subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", "student", str(out)], capture_output=True, text=True, timeout=300, check=False)
+    p = subprocess.run(
+        [sys.executable, "-m", "rlalgos.tools.cli", "student", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert p.returncode == 2, p.stderr
     err = p.stderr.strip()
     assert "\n" not in err and err.startswith("rlalgos: error: ") and "--overwrite" in err, err
@@ -67,7 +77,9 @@ def test_the_cli_refuses_a_folder_with_files_and_overwrite_keeps_them(tmp_path, 
     assert mine.read_bytes() == b"teacher's notes\n\xe2\x9c\x93 keep me\n"  # the user's file, byte for byte
     names = sorted(x.name for x in out.iterdir())
     assert names == sorted([mine.name] + [p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")])
-    assert nbformat.read(stale, as_version=4).cells == student_notebook(nbformat.read(NB01, as_version=4)).cells  # replaced
+    assert (
+        nbformat.read(stale, as_version=4).cells == student_notebook(nbformat.read(NB01, as_version=4)).cells
+    )  # replaced
 
 
 def test_write_student_edition_refuses_before_writing(tmp_path):
@@ -109,7 +121,9 @@ def test_a_student_notebook_runs_and_its_checks_say_not_answered(tmp_path, monke
 def test_every_solution_cell_hides_its_code_and_its_output(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     for i, cell in enumerate(c for c in cells if is_solution(c)):
-        assert cell["metadata"].get("jupyter") == {"outputs_hidden": True, "source_hidden": True}, f"{path.name}: solution {i}"
+        assert cell["metadata"].get("jupyter") == {"outputs_hidden": True, "source_hidden": True}, (
+            f"{path.name}: solution {i}"
+        )
 
 
 def test_hide_solution_outputs_changes_only_those_lines(tmp_path):

@@ -32,8 +32,20 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_
 
 
 def _cfg(tmp_path, tiny_dir, name="run", **kw):
-    base = dict(algo="grpo", model=str(tiny_dir), steps=3, prompts_per_step=2, group_size=2, max_new_tokens=6, eval_every=2, eval_prompts=2,
-                eval_samples=1, out_dir=str(tmp_path / name), progress=False, seed=1)
+    base = dict(
+        algo="grpo",
+        model=str(tiny_dir),
+        steps=3,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=6,
+        eval_every=2,
+        eval_prompts=2,
+        eval_samples=1,
+        out_dir=str(tmp_path / name),
+        progress=False,
+        seed=1,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -90,7 +102,11 @@ def test_report_to_parses_like_trl(monkeypatch):
     assert trackers.parse_report_to("all") == ["tensorboard"]  # every tracker installed
     assert trackers.parse_report_to(" Tensorboard , tensorboard") == ["tensorboard"]
     assert trackers.parse_report_to("wandb,trackio", check_installed=False) == ["wandb", "trackio"]
-    for bad, needle in [("mlflow", "unknown report_to mlflow"), ("all,wandb", "stand alone"), ("wandb", "pip install rlalgos[wandb]")]:
+    for bad, needle in [
+        ("mlflow", "unknown report_to mlflow"),
+        ("all,wandb", "stand alone"),
+        ("wandb", "pip install rlalgos[wandb]"),
+    ]:
         with pytest.raises(ValueError, match=needle.replace("[", r"\[")):
             trackers.parse_report_to(bad)
     assert set(trackers.RUN_FOLDER_FILES) <= set(RUN_FILES)  # --overwrite removes what trackers write, and only that
@@ -104,14 +120,27 @@ def test_the_flag_is_a_train_option():
     assert parse(["train", "grpo"])[1].run.report_to == "none"
 
 
-@pytest.mark.parametrize("flag,needle", [("trackio", "needs the trackio package, which is not installed: pip install rlalgos[trackio]"),
-                                         ("tensorboard,nope", "unknown report_to nope")], ids=["missing-package", "unknown-name"])
+@pytest.mark.parametrize(
+    "flag,needle",
+    [
+        ("trackio", "needs the trackio package, which is not installed: pip install rlalgos[trackio]"),
+        ("tensorboard,nope", "unknown report_to nope"),
+    ],
+    ids=["missing-package", "unknown-name"],
+)
 def test_a_missing_tracker_is_one_line_before_anything_runs(tmp_path, flag, needle):
     out = tmp_path / "run"
-    code = ("import sys; sys.modules['trackio'] = None; from rlalgos.tools.cli import main; rc = main(sys.argv[1:]); "
-            "assert 'torch' not in sys.modules, 'torch was imported before the config was checked'; sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-c", code, "train", "grpo", "--report-to", flag, "--out-dir", str(out)],
-                          capture_output=True, text=True, env=ENV, timeout=120)
+    code = (
+        "import sys; sys.modules['trackio'] = None; from rlalgos.tools.cli import main; rc = main(sys.argv[1:]); "
+        "assert 'torch' not in sys.modules, 'torch was imported before the config was checked'; sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "train", "grpo", "--report-to", flag, "--out-dir", str(out)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     err = proc.stderr.strip()
     assert proc.returncode == 2 and needle in err and "\n" not in err, (proc.returncode, err[-2000:])
     assert not out.exists()
@@ -134,9 +163,19 @@ def test_tensorboard_holds_every_numeric_value_of_metrics_jsonl(tmp_path, tiny_d
     assert any(k.startswith("eval_") for k, _ in got) and any(s == 0 for _, s in got)
     for key, value in expected.items():  # TensorBoard stores float32: equal after that rounding
         assert got[key] == np.float32(value) or (np.isnan(value) and np.isnan(got[key])), key
-    assert set(acc.PluginTagToContent("hparams")) == {"_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
+    assert set(acc.PluginTagToContent("hparams")) == {
+        "_hparams_/experiment",
+        "_hparams_/session_start_info",
+        "_hparams_/session_end_info",
+    }
     assert "config/text_summary" in acc.Tags()["tensors"]  # the config, sent once
-    assert sorted(p.name for p in run.iterdir()) == ["checkpoint", "config.json", "metrics.jsonl", "samples.jsonl", "tensorboard"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        "checkpoint",
+        "config.json",
+        "metrics.jsonl",
+        "samples.jsonl",
+        "tensorboard",
+    ]
 
 
 def _jsonl(run):
@@ -147,7 +186,12 @@ def test_report_to_none_writes_nothing_extra_and_trackers_change_no_number(tmp_p
     pytest.importorskip("tensorboard", reason="needs the tensorboard extra: pip install rlalgos[tensorboard]")
     plain = train(_cfg(tmp_path, tiny_dir, "plain"))
     tracked = train(_cfg(tmp_path, tiny_dir, "tracked", report_to="tensorboard"))
-    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["checkpoint", "config.json", "metrics.jsonl", "samples.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
+        "checkpoint",
+        "config.json",
+        "metrics.jsonl",
+        "samples.jsonl",
+    ]
     assert _same_rows(plain, tracked)
 
 
@@ -160,7 +204,9 @@ def test_interrupted_then_resumed_run_continues_the_same_tensorboard_folder(tmp_
     assert {s for _, s in got} == {0, 1, 2, 3}  # closed on the interrupt: nothing lost
     resume(run)
     files = sorted((run / "tensorboard").glob("events.out.tfevents.*"))
-    assert len(files) == 2 and not [p for p in (run / "tensorboard").iterdir() if p.is_dir()]  # the same folder, a second event file
+    assert len(files) == 2 and not [
+        p for p in (run / "tensorboard").iterdir() if p.is_dir()
+    ]  # the same folder, a second event file
     got, _ = _tensorboard_scalars(run / "tensorboard")  # asserts one value per (key, step)
     expected = _numbers(_jsonl(run))
     assert set(got) == set(expected)
@@ -173,7 +219,13 @@ def test_overwrite_removes_the_old_event_files_and_keeps_yours(tmp_path, tiny_di
     run = tmp_path / "run"
     (run / "notes.txt").write_text("keep me")
     train(_cfg(tmp_path, tiny_dir, steps=1, overwrite=True))  # the new run reports to nothing
-    assert sorted(p.name for p in run.iterdir()) == ["checkpoint", "config.json", "metrics.jsonl", "notes.txt", "samples.jsonl"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        "checkpoint",
+        "config.json",
+        "metrics.jsonl",
+        "notes.txt",
+        "samples.jsonl",
+    ]
     train(_cfg(tmp_path, tiny_dir, steps=2, overwrite=True, report_to="tensorboard"))
     got, _ = _tensorboard_scalars(run / "tensorboard")
     assert {s for _, s in got} == {0, 1, 2}  # no event of the replaced run is left to mix in
@@ -208,12 +260,18 @@ class Flaky:
             raise RuntimeError("cannot flush")
 
 
-@pytest.mark.parametrize("fail_at,warning,logged,closed", [
-    ({"step": 2}, "tensorboard failed at step 2 (OSError: disk full); it gets no more rows", [0, 1], [True]),
-    ({"init": True}, "tensorboard could not start (ConnectionError: tracker server unreachable)", [], []),
-    ({"close": True}, "tensorboard failed to close (RuntimeError: cannot flush)", [0, 1, 2, 3], [False]),
-], ids=["mid-run", "at-start", "at-close"])
-def test_a_tracker_that_raises_leaves_training_and_metrics_jsonl_intact(tmp_path, tiny_dir, monkeypatch, capsys, fail_at, warning, logged, closed):
+@pytest.mark.parametrize(
+    "fail_at,warning,logged,closed",
+    [
+        ({"step": 2}, "tensorboard failed at step 2 (OSError: disk full); it gets no more rows", [0, 1], [True]),
+        ({"init": True}, "tensorboard could not start (ConnectionError: tracker server unreachable)", [], []),
+        ({"close": True}, "tensorboard failed to close (RuntimeError: cannot flush)", [0, 1, 2, 3], [False]),
+    ],
+    ids=["mid-run", "at-start", "at-close"],
+)
+def test_a_tracker_that_raises_leaves_training_and_metrics_jsonl_intact(
+    tmp_path, tiny_dir, monkeypatch, capsys, fail_at, warning, logged, closed
+):
     plain = train(_cfg(tmp_path, tiny_dir, "plain"))
     monkeypatch.setitem(trackers.CLASSES, "tensorboard", Flaky)
     monkeypatch.setattr(Flaky, "fail_at", fail_at)
@@ -266,10 +324,10 @@ def _read_wandb_file(path):
         if 32768 - pos % 32768 < 7:  # the block's tail is padding
             pos += 32768 - pos % 32768
             continue
-        _, n, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, n, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if (n == 0 and kind == 0) or pos + 7 + n > len(data):  # the end, or a record still being written
             break
-        buf += data[pos + 7:pos + 7 + n]
+        buf += data[pos + 7 : pos + 7 + n]
         pos += 7 + n
         if kind in (1, 4):  # FULL or LAST
             rec = pb.Record()
@@ -290,7 +348,9 @@ def _wandb_history(records):
 
 @pytest.fixture
 def wandb_offline(tmp_path, monkeypatch):
-    wandb = pytest.importorskip("wandb", reason="wandb is not installed here (pip install rlalgos[wandb]); the offline test needs it")
+    wandb = pytest.importorskip(
+        "wandb", reason="wandb is not installed here (pip install rlalgos[wandb]); the offline test needs it"
+    )
     for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_PROJECT", "WANDB_DIR", "WANDB_RUN_ID", "WANDB_RESUME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc login: offline
@@ -299,7 +359,9 @@ def wandb_offline(tmp_path, monkeypatch):
     return wandb
 
 
-def test_wandb_offline_gets_every_row_and_a_resume_continues_the_same_run(tmp_path, tiny_dir, monkeypatch, wandb_offline):
+def test_wandb_offline_gets_every_row_and_a_resume_continues_the_same_run(
+    tmp_path, tiny_dir, monkeypatch, wandb_offline
+):
     run = _interrupted_run(monkeypatch, _cfg(tmp_path, tiny_dir, report_to="wandb", save_every=2))
     run_id = json.loads((run / "trackers.json").read_text())["wandb"]
     first = _wandb_records(glob.glob(str(run / "wandb" / f"offline-run-*-{run_id}" / f"run-{run_id}.wandb"))[0])
@@ -308,7 +370,9 @@ def test_wandb_offline_gets_every_row_and_a_resume_continues_the_same_run(tmp_pa
     assert sorted(_wandb_history(first)) == [0, 1, 2, 3]
     resume(run)
     files = sorted(glob.glob(str(run / "wandb" / "offline-run-*" / "run-*.wandb")))
-    assert len(files) == 2 and all(f.endswith(f"run-{run_id}.wandb") for f in files)  # one run id: wandb sync uploads them as one run
+    assert len(files) == 2 and all(
+        f.endswith(f"run-{run_id}.wandb") for f in files
+    )  # one run id: wandb sync uploads them as one run
     second = _wandb_records(files[1])
     assert [r.exit.exit_code for r in second if r.WhichOneof("record_type") == "exit"] == [0]
     rows = _jsonl(run)
@@ -318,6 +382,8 @@ def test_wandb_offline_gets_every_row_and_a_resume_continues_the_same_run(tmp_pa
         want = trackers.numeric(r)
         got = history[r["step"]]
         assert set(got) == set(want), r["step"]
-        assert all(got[k] == v or (v != v and (got[k] in ("NaN", None) or got[k] != got[k])) for k, v in want.items()), r["step"]
+        assert all(
+            got[k] == v or (v != v and (got[k] in ("NaN", None) or got[k] != got[k])) for k, v in want.items()
+        ), r["step"]
     config = [r.run.config for r in first if r.WhichOneof("record_type") == "run"][0]
     assert json.loads({u.key: u.value_json for u in config.update}["train"])["report_to"] == "wandb"

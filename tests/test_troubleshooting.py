@@ -29,7 +29,11 @@ def test_the_length_judge_pays_length_and_never_correctness():
 
 def test_too_hard_trains_on_five_terms_and_tests_on_the_usual_split():
     task, default = get_task(ts.TOO_HARD), get_task("addition")
-    assert {r["n_terms"] for r in task.train} == {5} and task.test == default.test and task.max_new_tokens == ts.MEDIUM_MAX_TOKENS
+    assert (
+        {r["n_terms"] for r in task.train} == {5}
+        and task.test == default.test
+        and task.max_new_tokens == ts.MEDIUM_MAX_TOKENS
+    )
 
 
 def test_the_medium_pool_keeps_the_sometimes_solved_prompts_and_leaves_the_rng_alone():
@@ -42,12 +46,15 @@ def test_the_medium_pool_keeps_the_sometimes_solved_prompts_and_leaves_the_rng_a
     assert task.train == kept and all(p in (0.0, 0.5, 1.0) for p in rate)
 
 
-@pytest.mark.parametrize("name, msg", [
-    ("rlalgos.workbook.nope:task", "importable module"),
-    ("rlalgos.workbook.troubleshooting:nope", "importable module"),
-    ("rlalgos.workbook.troubleshooting:medium_task:pool", "key=value"),
-    ("rlalgos.workbook.troubleshooting:medium_pool", "not a rlalgos.tasks.Task"),
-])
+@pytest.mark.parametrize(
+    "name, msg",
+    [
+        ("rlalgos.workbook.nope:task", "importable module"),
+        ("rlalgos.workbook.troubleshooting:nope", "importable module"),
+        ("rlalgos.workbook.troubleshooting:medium_task:pool", "key=value"),
+        ("rlalgos.workbook.troubleshooting:medium_pool", "not a rlalgos.tasks.Task"),
+    ],
+)
 def test_a_bad_task_name_is_one_clear_error(name, msg):
     with pytest.raises(ValueError, match=msg):
         get_task(name)

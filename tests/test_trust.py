@@ -33,7 +33,13 @@ TIMING = ("seconds", "tokens_per_second")
 
 
 def rlalgos(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rlalgos.tools.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
+    )
 
 
 def run_main(argv) -> tuple[int, str]:
@@ -75,14 +81,28 @@ print(json.dumps(out))
 """
 
 
-def rlalgos_many(cases: list[tuple[list, Path | None]], timeout=600) -> list[tuple[subprocess.CompletedProcess, dict | None]]:
+def rlalgos_many(
+    cases: list[tuple[list, Path | None]], timeout=600
+) -> list[tuple[subprocess.CompletedProcess, dict | None]]:
     """Run each ``(argv, watched folder)`` in one child interpreter; per case, its exit code and
     stderr (as a CompletedProcess) and the watched folder's snapshot right after it."""
-    payload = json.dumps([{"argv": [str(a) for a in argv], "watch": str(watch) if watch else None} for argv, watch in cases])
-    proc = subprocess.run([sys.executable, "-c", _MANY, str(Path(__file__).parent)], input=payload, capture_output=True, text=True, env=ENV, timeout=timeout)
+    payload = json.dumps(
+        [{"argv": [str(a) for a in argv], "watch": str(watch) if watch else None} for argv, watch in cases]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _MANY, str(Path(__file__).parent)],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    return [(subprocess.CompletedProcess(argv, r["returncode"], "", r["stderr"]), r["after"]) for (argv, _), r in zip(cases, rows)]
+    return [
+        (subprocess.CompletedProcess(argv, r["returncode"], "", r["stderr"]), r["after"])
+        for (argv, _), r in zip(cases, rows)
+    ]
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -94,8 +114,28 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 
 def small_run(tiny_dir, out, *extra) -> list:
-    return ["train", "grpo", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
-            "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress", "--out-dir", out, *extra]
+    return [
+        "train",
+        "grpo",
+        "--model",
+        tiny_dir,
+        "--steps",
+        "3",
+        "--prompts-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--eval-prompts",
+        "2",
+        "--eval-samples",
+        "1",
+        "--no-progress",
+        "--out-dir",
+        out,
+        *extra,
+    ]
 
 
 def one_line_error(proc: subprocess.CompletedProcess, needle: str) -> None:
@@ -154,7 +194,14 @@ def many_once(built_once, name: str, cases) -> tuple[Path, list[tuple[subprocess
 
     def build(out: Path) -> None:
         res = rlalgos_many(cases(out))
-        (out / "results.json").write_text(json.dumps([{"argv": [str(a) for a in p.args], "returncode": p.returncode, "stderr": p.stderr, "after": after} for p, after in res]))
+        (out / "results.json").write_text(
+            json.dumps(
+                [
+                    {"argv": [str(a) for a in p.args], "returncode": p.returncode, "stderr": p.stderr, "after": after}
+                    for p, after in res
+                ]
+            )
+        )
 
     out = built_once(name, build)
     rows = json.loads((out / "results.json").read_text())
@@ -201,8 +248,30 @@ def test_overwrite_replaces_only_the_runs_own_files(tmp_path, tiny_dir):
 
 def test_compare_checks_every_run_folder_before_the_first_run(tmp_path, tiny_dir):
     out = tmp_path / "cmp"
-    args = ["compare", "--algos", "grpo,rloo", "--seeds", "1", "--model", tiny_dir, "--steps", "2", "--prompts-per-step", "2", "--group-size", "2",
-            "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress", "--out-dir", out]
+    args = [
+        "compare",
+        "--algos",
+        "grpo,rloo",
+        "--seeds",
+        "1",
+        "--model",
+        tiny_dir,
+        "--steps",
+        "2",
+        "--prompts-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--eval-prompts",
+        "2",
+        "--eval-samples",
+        "1",
+        "--no-progress",
+        "--out-dir",
+        out,
+    ]
     proc = rlalgos_here(*args)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (out / "rloo" / "seed0" / "notes.txt").write_text("keep me")
@@ -224,7 +293,13 @@ def test_sft_never_overwrites_a_model_without_the_flag(tmp_path):
 
 def test_a_world_size_without_a_launcher_is_refused_clearly(tmp_path, tiny_dir):
     env = {**ENV, "WORLD_SIZE": "2"}
-    proc = subprocess.run([sys.executable, "-m", "rlalgos.tools.cli", *map(str, small_run(tiny_dir, tmp_path / "r"))], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlalgos.tools.cli", *map(str, small_run(tiny_dir, tmp_path / "r"))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     one_line_error(proc, "WORLD_SIZE=2")
     assert not (tmp_path / "r").exists()
 
@@ -261,11 +336,37 @@ def test_environment_errors_are_one_line(environment_errors, case):
 def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
     """A default-settings run (checkpoint every 10 steps) killed with SIGKILL during
     step 14 resumes from step 10 and then writes the same rows as a run that was never killed."""
-    args = ["train", "dapo", "--model", tiny_dir, "--steps", "30", "--prompts-per-step", "4", "--group-size", "4",
-            "--max-new-tokens", "8", "--eval-every", "0", "--eval-prompts", "2", "--eval-samples", "1", "--seed", "3", "--no-progress"]
+    args = [
+        "train",
+        "dapo",
+        "--model",
+        tiny_dir,
+        "--steps",
+        "30",
+        "--prompts-per-step",
+        "4",
+        "--group-size",
+        "4",
+        "--max-new-tokens",
+        "8",
+        "--eval-every",
+        "0",
+        "--eval-prompts",
+        "2",
+        "--eval-samples",
+        "1",
+        "--seed",
+        "3",
+        "--no-progress",
+    ]
     assert rlalgos_here(*args, "--out-dir", tmp_path / "full").returncode == 0
     cut = tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "rlalgos.tools.cli", *map(str, args), "--out-dir", str(cut)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlalgos.tools.cli", *map(str, args), "--out-dir", str(cut)],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         rows = (cut / "metrics.jsonl").read_text().splitlines() if (cut / "metrics.jsonl").exists() else []
@@ -286,8 +387,20 @@ def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_dir):
 
 
 def _cfg(tmp_path, tiny_dir, **kw):
-    base = dict(model=str(tiny_dir), steps=4, prompts_per_step=2, group_size=2, max_new_tokens=6, eval_every=0, eval_prompts=2, eval_samples=1,
-                out_dir=str(tmp_path / "run"), progress=False, save_every=2, seed=1)
+    base = dict(
+        model=str(tiny_dir),
+        steps=4,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=6,
+        eval_every=0,
+        eval_prompts=2,
+        eval_samples=1,
+        out_dir=str(tmp_path / "run"),
+        progress=False,
+        save_every=2,
+        seed=1,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -300,7 +413,9 @@ def test_resume_recovers_a_checkpoint_cut_in_the_swap(tmp_path, tiny_dir, kill_p
     cfg = _cfg(tmp_path / "b", tiny_dir, steps=2)
     train(cfg)  # a run that stopped after its step-2 checkpoint
     run = Path(cfg.out_dir)
-    if kill_point == "tmp_complete_old_gone":  # killed after `checkpoint -> checkpoint.old` and removing it... before `tmp -> checkpoint`
+    if (
+        kill_point == "tmp_complete_old_gone"
+    ):  # killed after `checkpoint -> checkpoint.old` and removing it... before `tmp -> checkpoint`
         (run / "checkpoint").rename(run / "checkpoint.tmp")
     else:  # killed after `checkpoint -> checkpoint.old`, while the new checkpoint.tmp was half written
         (run / "checkpoint").rename(run / "checkpoint.old")
@@ -344,9 +459,31 @@ def test_gsm8k_file_holds_out_a_test_split(tmp_path, tiny_dir):
 def test_compare_jobs_2_gives_the_numbers_of_runs_one_at_a_time(tmp_path, tiny_dir):
     """Two worker processes (1 thread each) write exactly the rows that the same
     runs write one after another with 1 thread."""
-    args = ["compare", "--algos", "grpo,reinforce", "--seeds", "1", "--model", tiny_dir, "--steps", "3", "--prompts-per-step", "2", "--group-size", "2",
-            "--max-new-tokens", "6", "--eval-prompts", "2", "--eval-samples", "1", "--no-progress"]
-    assert rlalgos_here(*args, "--jobs", "1", "--out-dir", tmp_path / "seq").returncode == 0  # one thread, as make test's workers (and ENV) have
+    args = [
+        "compare",
+        "--algos",
+        "grpo,reinforce",
+        "--seeds",
+        "1",
+        "--model",
+        tiny_dir,
+        "--steps",
+        "3",
+        "--prompts-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--eval-prompts",
+        "2",
+        "--eval-samples",
+        "1",
+        "--no-progress",
+    ]
+    assert (
+        rlalgos_here(*args, "--jobs", "1", "--out-dir", tmp_path / "seq").returncode == 0
+    )  # one thread, as make test's workers (and ENV) have
     par = rlalgos(*args, "--jobs", "2", "--out-dir", tmp_path / "par")
     assert par.returncode == 0, par.stderr[-2000:]
     for algo in ("grpo", "reinforce"):
@@ -363,17 +500,34 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
     from rlalgos.tools import sweep
     from rlalgos.config import make_config
 
-    base = TrainConfig(algo="grpo", model=str(tiny_dir), steps=2, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
-                       out_dir=str(tmp_path / "a"), progress=False)
-    runs = [(base, make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "ppo"}), make_config("ppo")),
-            (TrainConfig(**{**base.__dict__, "steps": 5}), make_config("grpo")), (TrainConfig(**{**base.__dict__, "algo": "dapo"}), make_config("dapo"))]
+    base = TrainConfig(
+        algo="grpo",
+        model=str(tiny_dir),
+        steps=2,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=4,
+        eval_prompts=2,
+        eval_samples=1,
+        out_dir=str(tmp_path / "a"),
+        progress=False,
+    )
+    runs = [
+        (base, make_config("grpo")),
+        (TrainConfig(**{**base.__dict__, "algo": "ppo"}), make_config("ppo")),
+        (TrainConfig(**{**base.__dict__, "steps": 5}), make_config("grpo")),
+        (TrainConfig(**{**base.__dict__, "algo": "dapo"}), make_config("dapo")),
+    ]
     assert sweep.longest_first(runs) == [1, 2, 3, 0]  # ppo x3.99 x2 steps, grpo x5 steps, dapo x1.31 x2, grpo x2
     monkeypatch.setattr(sweep.os, "cpu_count", lambda: 2)
     assert sweep.auto_jobs(runs) == 2 and sweep.auto_jobs(runs[:1]) == 1
     assert sweep.auto_jobs([(TrainConfig(**{**base.__dict__, "device": "cuda:0"}), make_config("grpo"))] + runs) == 1
     monkeypatch.undo()
     before = torch.get_num_threads()
-    runs = [(TrainConfig(**{**base.__dict__, "out_dir": str(tmp_path / f"r{i}"), "seed": i}), make_config("grpo")) for i in range(3)]
+    runs = [
+        (TrainConfig(**{**base.__dict__, "out_dir": str(tmp_path / f"r{i}"), "seed": i}), make_config("grpo"))
+        for i in range(3)
+    ]
     out = sweep.run_many(runs, jobs=2, progress=False)
     assert torch.get_num_threads() == before
     assert [df.run_dir for df in out] == [str(tmp_path / f"r{i}") for i in range(3)]  # in the given order
@@ -382,8 +536,18 @@ def test_sweep_lanes_order_and_auto_jobs(tmp_path, tiny_dir, monkeypatch):
 def test_a_failed_run_does_not_stop_the_others(tmp_path, tiny_dir):
     from rlalgos.tools.sweep import run_many
 
-    good = TrainConfig(algo="grpo", model=str(tiny_dir), steps=1, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_prompts=2, eval_samples=1,
-                       out_dir=str(tmp_path / "good"), progress=False)
+    good = TrainConfig(
+        algo="grpo",
+        model=str(tiny_dir),
+        steps=1,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=4,
+        eval_prompts=2,
+        eval_samples=1,
+        out_dir=str(tmp_path / "good"),
+        progress=False,
+    )
     bad = TrainConfig(**{**good.__dict__, "model": str(tmp_path / "no-model"), "out_dir": str(tmp_path / "bad")})
     from rlalgos.config import make_config
 

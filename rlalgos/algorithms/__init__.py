@@ -30,4 +30,19 @@ def get_algorithm(name: str) -> type[Algorithm]:
     return next(cls for cls in CLASSES if cls.Config is config)
 
 
-__all__ = ["ALGORITHMS", "CLASSES", "AlgoConfig", "Advantages", "Algorithm", "Reinforce", "Clipped", "PPO", "GRPO", "DAPO", "GSPO", "ExpertIteration", "get_algorithm", "make_config"]
+__all__ = [
+    "ALGORITHMS",
+    "CLASSES",
+    "AlgoConfig",
+    "Advantages",
+    "Algorithm",
+    "Reinforce",
+    "Clipped",
+    "PPO",
+    "GRPO",
+    "DAPO",
+    "GSPO",
+    "ExpertIteration",
+    "get_algorithm",
+    "make_config",
+]

@@ -41,16 +41,26 @@ class Advantages:
 
     values: torch.Tensor  # (N, T) one per token, or (N, 1) one per answer shared by its tokens
     mask: torch.Tensor  # (N, T) weight of each token in the loss: the completion mask, times any per-row weight
-    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # other (N, ...) tensors the loss reads (PPO: old values, returns)
+    extras: dict[str, torch.Tensor] = field(
+        default_factory=dict
+    )  # other (N, ...) tensors the loss reads (PPO: old values, returns)
     metrics: dict[str, float] = field(default_factory=dict)  # logged once per step (PPO: explained_variance)
-    is_weights: torch.Tensor | None = None  # (N, T) the rollout correction's weights (Algorithm.with_rollout_correction); None = none
+    is_weights: torch.Tensor | None = (
+        None  # (N, T) the rollout correction's weights (Algorithm.with_rollout_correction); None = none
+    )
 
     def rows(self, idx: torch.Tensor, T: int) -> "Advantages":
         """Rows ``idx``, per-token tensors cut to the first ``T`` columns (a trimmed micro-batch)."""
         cut = lambda t: t[idx][:, :T] if t.dim() == 2 else t[idx]  # noqa: E731
         # the mask contiguous: float sums over it (token counts, weighted means) then add in one fixed order
         weights = None if self.is_weights is None else cut(self.is_weights)
-        return Advantages(cut(self.values), cut(self.mask).contiguous(), {k: cut(v) for k, v in self.extras.items()}, self.metrics, weights)
+        return Advantages(
+            cut(self.values),
+            cut(self.mask).contiguous(),
+            {k: cut(v) for k, v in self.extras.items()},
+            self.metrics,
+            weights,
+        )
 
 
 class Algorithm:
@@ -63,11 +73,25 @@ class Algorithm:
     memory and speed, never the maths.
     """
 
-    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, *, score_batch_size: int = 512, logits_chunk: int = -1,
-                 autocast_dtype: torch.dtype | None = None, entropy_probe: bool = False, rollout_correction: str = "none", rollout_correction_threshold: float = 2.0):
+    def __init__(
+        self,
+        policy,
+        cfg: AlgoConfig,
+        max_new_tokens: int = 0,
+        *,
+        score_batch_size: int = 512,
+        logits_chunk: int = -1,
+        autocast_dtype: torch.dtype | None = None,
+        entropy_probe: bool = False,
+        rollout_correction: str = "none",
+        rollout_correction_threshold: float = 2.0,
+    ):
         self.policy, self.cfg = policy, cfg
         self.entropy_probe = entropy_probe  # measure the entropy mechanism of every update (TrainConfig.entropy_probe)
-        self.rollout_correction, self.rollout_correction_threshold = rollout_correction, rollout_correction_threshold  # TrainConfig's fields
+        self.rollout_correction, self.rollout_correction_threshold = (
+            rollout_correction,
+            rollout_correction_threshold,
+        )  # TrainConfig's fields
         self.max_new_tokens = max_new_tokens
         self.score_batch_size, self.logits_chunk, self.autocast_dtype = score_batch_size, logits_chunk, autocast_dtype
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
@@ -116,7 +140,9 @@ class Algorithm:
         (before the update the policy is still the one that sampled)."""
         if ro.old_logprobs is not None:
             return ro.old_logprobs
-        return batched_logprobs(self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype)
+        return batched_logprobs(
+            self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype
+        )
 
     def with_rollout_correction(self, ro: Rollout, adv: Advantages) -> Advantages:
         """``adv`` with the rollout correction's (N, T) weights in ``is_weights``
@@ -126,8 +152,16 @@ class Algorithm:
         if self.rollout_correction == "none":
             return adv
         if ro.rollout_logprobs is None or ro.old_logprobs is None:
-            raise ValueError(f"rollout_correction {self.rollout_correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)")
-        w, m = core.rollout_correction_weights(ro.old_logprobs, ro.rollout_logprobs, ro.completion_mask, self.rollout_correction, self.rollout_correction_threshold)
+            raise ValueError(
+                f"rollout_correction {self.rollout_correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)"
+            )
+        w, m = core.rollout_correction_weights(
+            ro.old_logprobs,
+            ro.rollout_logprobs,
+            ro.completion_mask,
+            self.rollout_correction,
+            self.rollout_correction_threshold,
+        )
         m = batch.token_weighted(m, float((ro.completion_mask > 0).sum()))  # several processes: the whole batch's
         return replace(adv, is_weights=w, metrics={**adv.metrics, **m})
 

@@ -75,25 +75,31 @@ class DAPO(GRPO):
         n_kept = batch.groups(kept)
         while mode == "resample" and n_kept < target and extra_rounds < self.cfg.max_resample_rounds:
             keep_rate = max(n_kept / batch.groups(seen), 0.1)  # share of sampled groups that carried signal
-            ro = sample(min(num_prompts, math.ceil(batch.share((target - n_kept) / keep_rate))), temperature=self.temperature)
+            ro = sample(
+                min(num_prompts, math.ceil(batch.share((target - n_kept) / keep_rate))), temperature=self.temperature
+            )
             seen.append(ro)
             kept.append(self._informative(ro))
             n_kept = batch.groups(kept)
             extra_rounds += 1
         sampled = batch.groups(seen)
         info = batch.rollout_stats(Rollout.concat(seen))  # what the policy did on everything it sampled
-        info.update({
-            "ds_sampled_groups": sampled,
-            "ds_dropped_frac": 1.0 - n_kept / sampled,
-            "ds_extra_rounds": extra_rounds,
-            "ds_batch_groups": min(n_kept, target),
-            "ds_short": float(n_kept < target),
-            "sampling_temperature": first.temperature,
-        })
+        info.update(
+            {
+                "ds_sampled_groups": sampled,
+                "ds_dropped_frac": 1.0 - n_kept / sampled,
+                "ds_extra_rounds": extra_rounds,
+                "ds_batch_groups": min(n_kept, target),
+                "ds_short": float(n_kept < target),
+                "sampling_temperature": first.temperature,
+            }
+        )
         if n_kept == 0:  # every group degenerate: nothing to learn from, train on the plain batch
             info["ds_batch_groups"] = target
             return first, info
-        mine = batch.allocate(sum(len(k) // G for k in kept), num_prompts)  # this process's groups of the batch (all of them in one process)
+        mine = batch.allocate(
+            sum(len(k) // G for k in kept), num_prompts
+        )  # this process's groups of the batch (all of them in one process)
         kept_groups = Rollout.concat([k for k in kept if len(k)] or [first])
         return kept_groups.select(torch.arange(mine * G)), info
 
@@ -106,18 +112,26 @@ class DAPO(GRPO):
     # ---- reward shaping and the loss mask ------------------------------------ #
 
     def advantages(self, ro: Rollout) -> Advantages:
-        weight = torch.ones(len(ro), dtype=ro.completion_mask.dtype, device=ro.rewards.device)  # (N,) each answer's weight in the loss
+        weight = torch.ones(
+            len(ro), dtype=ro.completion_mask.dtype, device=ro.rewards.device
+        )  # (N,) each answer's weight in the loss
         if self.cfg.dynamic_sampling == "downweight":  # all-equal groups count degenerate_weight
-            weight = torch.where((ro.group_std() == 0).repeat_interleave(ro.group_size), self.cfg.degenerate_weight, 1.0).to(weight.dtype)
+            weight = torch.where(
+                (ro.group_std() == 0).repeat_interleave(ro.group_size), self.cfg.degenerate_weight, 1.0
+            ).to(weight.dtype)
         if self.cfg.overlong_filter:  # truncated answers count 0
             weight = weight * (~ro.truncated).to(weight.dtype)
         penalty = 0.0
         if self.cfg.overlong_penalty and self.max_new_tokens:
-            pen = core.overlong_penalty(ro.lengths, self.max_new_tokens, min(self.cfg.overlong_buffer, self.max_new_tokens))  # (N,)
+            pen = core.overlong_penalty(
+                ro.lengths, self.max_new_tokens, min(self.cfg.overlong_buffer, self.max_new_tokens)
+            )  # (N,)
             penalty = batch.mean(pen)  # over the whole batch
             ro = ro.with_rewards(ro.rewards + pen)
         adv = super().advantages(ro)  # GRPO's group advantages of the shaped rewards
-        return replace(adv, mask=adv.mask * weight.unsqueeze(-1), metrics={**adv.metrics, "overlong_penalty": penalty})  # (N, T) mask
+        return replace(
+            adv, mask=adv.mask * weight.unsqueeze(-1), metrics={**adv.metrics, "overlong_penalty": penalty}
+        )  # (N, T) mask
 
     # ---- loss: GRPO's, minus the entropy bonus while the monitor fires ------ #
 
@@ -127,7 +141,9 @@ class DAPO(GRPO):
     def loss(self, mb, out, adv, old_logp):
         loss, m = super().loss(mb, out, adv, old_logp)
         if self.wants_entropy_grad():
-            loss = loss - self.cfg.entropy_coef * core.aggregate_loss(out["entropy"], adv.mask, self.cfg.loss_agg, self.max_len)
+            loss = loss - self.cfg.entropy_coef * core.aggregate_loss(
+                out["entropy"], adv.mask, self.cfg.loss_agg, self.max_len
+            )
         return loss, m
 
     # ---- entropy monitor ------------------------------------------------------ #

@@ -38,10 +38,14 @@ class ExpertIteration(Reinforce):
 
     def advantages(self, ro: Rollout) -> Advantages:
         kept = self.kept(ro)  # (N,) 1.0 kept, 0.0 not
-        adv = super().advantages(ro.with_rewards(kept))  # REINFORCE on the 0/1 reward, no baseline: 1 (- the KL penalty)
+        adv = super().advantages(
+            ro.with_rewards(kept)
+        )  # REINFORCE on the 0/1 reward, no baseline: 1 (- the KL penalty)
         empty = kept.view(-1, ro.group_size).sum(-1) == 0  # (N / G,) prompts with no kept answer
         metrics = {"ei_kept_frac": batch.mean(kept), "ei_empty_groups": float(batch.total(int(empty.sum())))}
-        return Advantages(adv.values * kept.unsqueeze(-1), adv.mask * kept.unsqueeze(-1), metrics=metrics)  # the rest: out of the loss
+        return Advantages(
+            adv.values * kept.unsqueeze(-1), adv.mask * kept.unsqueeze(-1), metrics=metrics
+        )  # the rest: out of the loss
 
     def kept(self, ro: Rollout) -> torch.Tensor:
         """(N,) 1.0 for the answers trained on: reward >= keep_threshold (and, for ``best``, the group's highest)."""

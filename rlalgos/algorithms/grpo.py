@@ -38,7 +38,9 @@ class GRPO(Clipped):
 
     def advantages(self, ro: Rollout) -> Advantages:
         adv = core.group_advantages(ro.rewards, ro.group_size, self.cfg.adv_scale, self.cfg.adv_eps)  # (N,)
-        return Advantages(adv.unsqueeze(-1), ro.completion_mask)  # (N, 1): one advantage per answer, shared by its tokens
+        return Advantages(
+            adv.unsqueeze(-1), ro.completion_mask
+        )  # (N, 1): one advantage per answer, shared by its tokens
 
     def kl_coef_now(self) -> float:
         """beta for this step (constant here; DAPO can schedule it)."""

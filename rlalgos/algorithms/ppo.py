@@ -60,9 +60,13 @@ class Clipped(Algorithm):
         A < 0 when ``clip_c`` > 0), aggregated by :meth:`aggregate`."""
         spec = get_policy_loss(self.cfg.loss_mode)
         if ratio_level not in spec.ratio_levels:
-            raise ValueError(f"loss_mode {spec.name} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip")
+            raise ValueError(
+                f"loss_mode {spec.name} works on token ratios only, not ratio_level {ratio_level!r}; use loss_mode clip"
+            )
         level = {"ratio_level": ratio_level} if len(spec.ratio_levels) > 1 else {}
-        loss_mat, m = spec.token_loss(out["logprobs"], old_logp, adv.values, adv.mask, **spec.options(self.cfg), **level)  # (n, T)
+        loss_mat, m = spec.token_loss(
+            out["logprobs"], old_logp, adv.values, adv.mask, **spec.options(self.cfg), **level
+        )  # (n, T)
         return self.aggregate(loss_mat, adv), m
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
@@ -84,7 +88,9 @@ class ValueModel(nn.Module):
 
     def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """Values at the positions that predict each completion token. Returns (N, T) floats."""
-        return head_on_completion(self.trunk, self.head, prompt_ids, prompt_mask, completion_ids, completion_mask, self.autocast_dtype)
+        return head_on_completion(
+            self.trunk, self.head, prompt_ids, prompt_mask, completion_ids, completion_mask, self.autocast_dtype
+        )
 
 
 class PPO(Clipped):
@@ -97,7 +103,9 @@ class PPO(Clipped):
     def make_critic(self, policy) -> ValueModel:
         """The critic, with its own parameter group (lr ``critic_lr``) in the optimizer."""
         critic = ValueModel(policy, self.autocast_dtype).to(next(policy.parameters()).device).train()
-        self.optimizer.add_param_group({"params": list(critic.parameters()), "lr": self.cfg.critic_lr, "weight_decay": 0.0})
+        self.optimizer.add_param_group(
+            {"params": list(critic.parameters()), "lr": self.cfg.critic_lr, "weight_decay": 0.0}
+        )
         return critic
 
     def values(self, mb: Rollout) -> torch.Tensor:
@@ -117,11 +125,21 @@ class PPO(Clipped):
         ev = batch.explained_variance(values, returns, mask)  # over the whole batch
         if self.cfg.whiten:
             adv = batch.whiten(adv, mask) * mask  # with the whole batch's mean and variance
-        return Advantages(adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev})
+        return Advantages(
+            adv, mask, extras={"old_values": values, "returns": returns}, metrics={"explained_variance": ev}
+        )
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         pg, m = self.policy_loss(out, adv, old_logp)
-        vl, vm = core.value_loss(self.values(mb), adv.extras["old_values"], adv.extras["returns"], adv.mask, self.cfg.value_clip, self.cfg.loss_agg, self.max_len)
+        vl, vm = core.value_loss(
+            self.values(mb),
+            adv.extras["old_values"],
+            adv.extras["returns"],
+            adv.mask,
+            self.cfg.value_clip,
+            self.cfg.loss_agg,
+            self.max_len,
+        )
         m.update(vm, pg_loss=pg.item(), value_loss=vl.item())
         return pg + self.cfg.vf_coef * vl, m
 

@@ -32,11 +32,15 @@ class Reinforce(Algorithm):
             kl = core.kl_estimate(self.sampling_logprobs(ro), ro.ref_logprobs, self.cfg.kl_estimator)  # (N, T)
             r = r - self.cfg.kl_coef * core.masked_sum(kl, ro.completion_mask, dim=-1)
         r = r - batch.baseline(r, ro.group_size, self.cfg.baseline)  # (N,) batch_mean: the mean of the whole batch
-        return Advantages(r.unsqueeze(-1), ro.completion_mask)  # (N, 1): the same advantage for every token of an answer
+        return Advantages(
+            r.unsqueeze(-1), ro.completion_mask
+        )  # (N, 1): the same advantage for every token of an answer
 
     def loss(self, mb: Rollout, out: dict, adv: Advantages, old_logp: torch.Tensor):
         # no clipping: -A * ratio, whose gradient at ratio = 1 is -A * grad log pi
-        loss_mat, m = clipped_token_loss(out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None)  # (n, T)
+        loss_mat, m = clipped_token_loss(
+            out["logprobs"], old_logp, adv.values, adv.mask, clip_low=None, clip_high=None
+        )  # (n, T)
         loss = self.aggregate(loss_mat, adv)
         m["pg_loss"] = loss.item()
         return loss, m

@@ -111,8 +111,14 @@ def rollout_stats(ro) -> dict:
     """:meth:`Rollout.stats` of the whole batch: every process's rows together."""
     if distributed.world_size() == 1:
         return ro.stats()
-    cols = distributed.gather({"rewards": ro.rewards.cpu(), "parts": {k: v.cpu() for k, v in ro.reward_parts.items()},
-                               "lengths": ro.lengths.cpu(), "truncated": ro.truncated.cpu()})
+    cols = distributed.gather(
+        {
+            "rewards": ro.rewards.cpu(),
+            "parts": {k: v.cpu() for k, v in ro.reward_parts.items()},
+            "lengths": ro.lengths.cpu(),
+            "truncated": ro.truncated.cpu(),
+        }
+    )
     cat = lambda key: torch.cat([c[key] for c in cols])  # noqa: E731
     parts = {k: torch.cat([c["parts"][k] for c in cols]) for k in cols[0]["parts"]}
     return row_stats(cat("rewards"), parts[ro.correct_key], parts, cat("lengths"), cat("truncated"), ro.group_size)
@@ -125,4 +131,3 @@ def ratios(sums: dict[str, tuple[float, float]]) -> dict[str, float]:
         return {}
     s = distributed.reduce_sums({(k, i): v[i] for k, v in sums.items() for i in (0, 1)})
     return {k: s[(k, 0)] / max(s[(k, 1)], 1.0) for k in sums}
-

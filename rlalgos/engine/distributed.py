@@ -80,21 +80,29 @@ def setup(device: str, prompts_per_step: int):
         return device
     missing = [v for v in LAUNCHER_VARS if not os.environ.get(v)]
     if missing:
-        raise ValueError(f"WORLD_SIZE={world} but {', '.join(missing)} not set; launch several processes with "
-                         f"`torchrun --nproc_per_node {world} -m rlalgos.tools.cli train ...` (or accelerate launch), or unset WORLD_SIZE")
+        raise ValueError(
+            f"WORLD_SIZE={world} but {', '.join(missing)} not set; launch several processes with "
+            f"`torchrun --nproc_per_node {world} -m rlalgos.tools.cli train ...` (or accelerate launch), or unset WORLD_SIZE"
+        )
     if prompts_per_step % world:
-        raise ValueError(f"prompts_per_step={prompts_per_step} does not split over {world} processes (each samples prompts_per_step / {world}); "
-                         f"use a multiple of {world}")
+        raise ValueError(
+            f"prompts_per_step={prompts_per_step} does not split over {world} processes (each samples prompts_per_step / {world}); "
+            f"use a multiple of {world}"
+        )
     dev = resolve_device(device)
     local = int(os.environ["LOCAL_RANK"])
     if dev.type == "cuda":
         if dev.index is not None and dev.index != local:
-            raise ValueError(f"--device {device} under a launcher: each process takes cuda:LOCAL_RANK; pass --device cuda (or auto)")
+            raise ValueError(
+                f"--device {device} under a launcher: each process takes cuda:LOCAL_RANK; pass --device cuda (or auto)"
+            )
         dev = resolve_device(f"cuda:{local}")
         torch.cuda.set_device(dev)
     if not dist.is_initialized():
         cuda = dev.type == "cuda"
-        dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", **({"device_id": dev} if cuda else {}))
+        dist.init_process_group(
+            "nccl" if cuda else "gloo", init_method="env://", **({"device_id": dev} if cuda else {})
+        )
         atexit.register(shutdown)
     if dist.get_world_size() != world:
         raise ValueError(f"WORLD_SIZE={world} but the process group has {dist.get_world_size()} processes")
@@ -203,8 +211,13 @@ def sync_gradients(params, finite: bool, logs: dict, bucket_numel: int = 1 << 24
     if world_size() == 1:
         return finite, logs
     params = [p for p in params if p.requires_grad]
-    summary = reduce_sums({**{f"m/{k}": v for k, v in logs.items()}, "nonfinite": float(not finite),
-                           **{f"g/{i}": 1.0 for i, p in enumerate(params) if p.grad is not None}})
+    summary = reduce_sums(
+        {
+            **{f"m/{k}": v for k, v in logs.items()},
+            "nonfinite": float(not finite),
+            **{f"g/{i}": 1.0 for i, p in enumerate(params) if p.grad is not None},
+        }
+    )
     grads = []
     for i, p in enumerate(params):
         if f"g/{i}" in summary:
@@ -262,8 +275,10 @@ def restore_rng(state: dict) -> None:
     by another number of processes is refused (each process has its own stream)."""
     saved = state.get("world_size", 1)
     if saved != world_size():
-        raise ValueError(f"the checkpoint was written by {saved} process(es); resume it with {saved} "
-                         f"({'torchrun --nproc_per_node ' + str(saved) if saved > 1 else 'no launcher'}): each process has its own random stream")
+        raise ValueError(
+            f"the checkpoint was written by {saved} process(es); resume it with {saved} "
+            f"({'torchrun --nproc_per_node ' + str(saved) if saved > 1 else 'no launcher'}): each process has its own random stream"
+        )
     if world_size() == 1:
         return
     mine = state["rank_rng"][rank()]

@@ -172,7 +172,7 @@ def _first_window(s: pd.Series, n: int, level: float) -> tuple[int, float] | Non
     if hit.empty:
         return None
     end = s.index.get_loc(hit.index[0])
-    window = s.iloc[end - n + 1: end + 1]
+    window = s.iloc[end - n + 1 : end + 1]
     over = window[window >= level]
     return int(over.index[0] if len(over) else window.index[0]), float(hit.iloc[0])
 
@@ -221,8 +221,14 @@ def nonfinite(df: pd.DataFrame) -> Finding | None:
         return None
     first = hit.iloc[0]
     names = [k for k in NONFINITE_KEYS if k in first.index and first[k]]
-    return Finding("nonfinite", int(train.loc[hit.index[0], "step"]), f"non-finite {', '.join(names) or 'loss or gradient'}",
-                   "a step too large (the weights blew up) or a reward that returned NaN/inf", "lower the learning rate and check the rewards", {"keys": names})
+    return Finding(
+        "nonfinite",
+        int(train.loc[hit.index[0], "step"]),
+        f"non-finite {', '.join(names) or 'loss or gradient'}",
+        "a step too large (the weights blew up) or a reward that returned NaN/inf",
+        "lower the learning rate and check the rewards",
+        {"keys": names},
+    )
 
 
 def collapse_mask(df: pd.DataFrame) -> pd.Series:
@@ -243,13 +249,27 @@ def collapse_mask(df: pd.DataFrame) -> pd.Series:
 
 def _collapse_finding(df: pd.DataFrame, start: int, length: int) -> Finding:
     reward, kl, ent = _series(df, "reward_mean"), _series(df, "kl"), _series(df, "entropy")
-    ev = {"reward": float(reward.get(start, math.nan)), "start_reward": float(reward.iloc[0]), "kl": float(kl.get(start, math.nan)),
-          "entropy": float(ent.get(start, math.nan)), "start_entropy": float(ent.iloc[0]) if len(ent) else math.nan, "steps": length}
-    parts = [f"entropy {ev['entropy']:.2f}" if not math.isnan(ev["entropy"]) else None, f"reward {ev['reward']:.2f} (was {ev['start_reward']:.2f})",
-             f"KL {_fmt(ev['kl'])}" if not math.isnan(ev["kl"]) else None]
-    return Finding("collapse", start, ", ".join(p for p in parts if p),
-                   "a step too large: the learning rate (or a loose clip with several minibatches, or a tiny G) moved the policy far from the reference in one update",
-                   "lower the learning rate", ev)
+    ev = {
+        "reward": float(reward.get(start, math.nan)),
+        "start_reward": float(reward.iloc[0]),
+        "kl": float(kl.get(start, math.nan)),
+        "entropy": float(ent.get(start, math.nan)),
+        "start_entropy": float(ent.iloc[0]) if len(ent) else math.nan,
+        "steps": length,
+    }
+    parts = [
+        f"entropy {ev['entropy']:.2f}" if not math.isnan(ev["entropy"]) else None,
+        f"reward {ev['reward']:.2f} (was {ev['start_reward']:.2f})",
+        f"KL {_fmt(ev['kl'])}" if not math.isnan(ev["kl"]) else None,
+    ]
+    return Finding(
+        "collapse",
+        start,
+        ", ".join(p for p in parts if p),
+        "a step too large: the learning rate (or a loose clip with several minibatches, or a tiny G) moved the policy far from the reference in one update",
+        "lower the learning rate",
+        ev,
+    )
 
 
 def collapse(df: pd.DataFrame, min_steps: int = COLLAPSE_STEPS) -> Finding | None:
@@ -268,9 +288,20 @@ def zero_signal(df: pd.DataFrame) -> Finding | None:
     step, level = hit
     reward = _series(df, "reward_mean")
     r = float(reward.loc[step:].head(ZERO_SIGNAL_STEPS).mean()) if len(reward) else math.nan
-    said = f"{level:.0%} of groups all-equal over {ZERO_SIGNAL_STEPS} steps" + (f", reward {r:.2f}" if not math.isnan(r) else "")
-    cause = "prompts too hard (all wrong) or too easy (all right) for the policy, G too small, or the temperature too low"
-    return Finding("zero_signal", step, said, cause, "train on prompts of medium difficulty, a larger G, or dynamic sampling", {"zero_std_frac": level, "reward": r})
+    said = f"{level:.0%} of groups all-equal over {ZERO_SIGNAL_STEPS} steps" + (
+        f", reward {r:.2f}" if not math.isnan(r) else ""
+    )
+    cause = (
+        "prompts too hard (all wrong) or too easy (all right) for the policy, G too small, or the temperature too low"
+    )
+    return Finding(
+        "zero_signal",
+        step,
+        said,
+        cause,
+        "train on prompts of medium difficulty, a larger G, or dynamic sampling",
+        {"zero_std_frac": level, "reward": r},
+    )
 
 
 def length_runaway(df: pd.DataFrame, max_new_tokens: int | None = None) -> Finding | None:
@@ -288,10 +319,21 @@ def length_runaway(df: pd.DataFrame, max_new_tokens: int | None = None) -> Findi
     ev = {"truncated_frac": level, "start_truncated_frac": start, "max_new_tokens": max_new_tokens}
     said = f"{level:.0%} of answers cut off (start {start:.0%})"
     if len(length):
-        ev["completion_len"], ev["start_completion_len"] = float(length.loc[step:].head(LENGTH_STEPS).mean()), float(length.head(LENGTH_STEPS).mean())
-        said += f", length {ev['start_completion_len']:.1f} -> {ev['completion_len']:.1f} tokens" + (f" of {max_new_tokens}" if max_new_tokens else "")
-    return Finding("length_runaway", step, said, "the reward pays for length (a verbose judge, a length bias), or the policy is unstable",
-                   "a length penalty (overlong shaping) and masking cut-off answers; fix what pays for length", ev)
+        ev["completion_len"], ev["start_completion_len"] = (
+            float(length.loc[step:].head(LENGTH_STEPS).mean()),
+            float(length.head(LENGTH_STEPS).mean()),
+        )
+        said += f", length {ev['start_completion_len']:.1f} -> {ev['completion_len']:.1f} tokens" + (
+            f" of {max_new_tokens}" if max_new_tokens else ""
+        )
+    return Finding(
+        "length_runaway",
+        step,
+        said,
+        "the reward pays for length (a verbose judge, a length bias), or the policy is unstable",
+        "a length penalty (overlong shaping) and masking cut-off answers; fix what pays for length",
+        ev,
+    )
 
 
 def _eval(df: pd.DataFrame, key: str) -> pd.Series:
@@ -308,10 +350,20 @@ def reward_up_accuracy_down(df: pd.DataFrame) -> Finding | None:
     fell = acc[acc <= acc.iloc[0] - ACCURACY_DROP]
     if r1 - r0 < REWARD_RISE or acc.iloc[-1] > acc.iloc[0] - ACCURACY_DROP or fell.empty:
         return None
-    ev = {"reward_start": r0, "reward_end": r1, "eval_accuracy_start": float(acc.iloc[0]), "eval_accuracy_end": float(acc.iloc[-1])}
-    return Finding("reward_up_accuracy_down", int(fell.index[0]), f"reward {r0:.2f} -> {r1:.2f}, eval accuracy {acc.iloc[0]:.2f} -> {acc.iloc[-1]:.2f}",
-                   "the reward pays for something the eval does not (a format, length or style term, an over-optimised reward model)",
-                   "make the reward pay for correctness (gate any extra term by it); a KL term only slows the slide", ev)
+    ev = {
+        "reward_start": r0,
+        "reward_end": r1,
+        "eval_accuracy_start": float(acc.iloc[0]),
+        "eval_accuracy_end": float(acc.iloc[-1]),
+    }
+    return Finding(
+        "reward_up_accuracy_down",
+        int(fell.index[0]),
+        f"reward {r0:.2f} -> {r1:.2f}, eval accuracy {acc.iloc[0]:.2f} -> {acc.iloc[-1]:.2f}",
+        "the reward pays for something the eval does not (a format, length or style term, an over-optimised reward model)",
+        "make the reward pay for correctness (gate any extra term by it); a KL term only slows the slide",
+        ev,
+    )
 
 
 def entropy_collapse(df: pd.DataFrame) -> Finding | None:
@@ -319,20 +371,34 @@ def entropy_collapse(df: pd.DataFrame) -> Finding | None:
     without eval entropy, the train entropy's last ENTROPY_STEPS steps against its first (and the train reward for the gain)."""
     ent, acc = _eval(df, "eval_entropy"), _eval(df, "eval_accuracy")
     if len(ent) >= 2 and len(acc) >= 2:
-        e0, e1, gain, what, step_of = float(ent.iloc[0]), float(ent.iloc[-1]), float(acc.iloc[-1] - acc.iloc[0]), "eval accuracy", ent
+        e0, e1, gain, what, step_of = (
+            float(ent.iloc[0]),
+            float(ent.iloc[-1]),
+            float(acc.iloc[-1] - acc.iloc[0]),
+            "eval accuracy",
+            ent,
+        )
     else:
         ent, reward = _series(df, "entropy"), _series(df, "reward_mean")
         if len(ent) < 2 * ENTROPY_STEPS or len(reward) < 2 * ENTROPY_STEPS:
             return None
         e0, e1 = float(ent.head(ENTROPY_STEPS).mean()), float(ent.tail(ENTROPY_STEPS).mean())
-        gain, what, step_of = float(reward.tail(ENTROPY_STEPS).mean() - reward.head(ENTROPY_STEPS).mean()), "reward", ent.rolling(ENTROPY_STEPS).mean()
+        gain, what, step_of = (
+            float(reward.tail(ENTROPY_STEPS).mean() - reward.head(ENTROPY_STEPS).mean()),
+            "reward",
+            ent.rolling(ENTROPY_STEPS).mean(),
+        )
     if e0 <= 0 or e1 > ENTROPY_FRAC * e0 or gain >= ENTROPY_STALL:
         return None
     below = step_of[step_of <= ENTROPY_FRAC * e0]
-    return Finding("entropy_collapse", int(below.index[0]) if len(below) else int(step_of.index[-1]),
-                   f"entropy {e0:.3f} -> {e1:.3f} ({e1 / e0:.0%} of the start), {what} {gain:+.2f}",
-                   "sharpening on early winners: no KL, a learning rate on the high side, a symmetric clip",
-                   "an entropy monitor (bonus or temperature), clip-higher, a KL term, a lower learning rate", {"entropy_start": e0, "entropy_end": e1, "gain": gain})
+    return Finding(
+        "entropy_collapse",
+        int(below.index[0]) if len(below) else int(step_of.index[-1]),
+        f"entropy {e0:.3f} -> {e1:.3f} ({e1 / e0:.0%} of the start), {what} {gain:+.2f}",
+        "sharpening on early winners: no KL, a learning rate on the high side, a symmetric clip",
+        "an entropy monitor (bonus or temperature), clip-higher, a KL term, a lower learning rate",
+        {"entropy_start": e0, "entropy_end": e1, "gain": gain},
+    )
 
 
 def kl_drift(df: pd.DataFrame) -> Finding | None:
@@ -343,9 +409,17 @@ def kl_drift(df: pd.DataFrame) -> Finding | None:
         return None
     step, level = hit
     acc = _eval(df, "eval_accuracy")
-    said = f"KL {_fmt(level)} over {KL_STEPS} steps, {_fmt(float(kl.iloc[-1]))} at the end" + (f"; eval accuracy {acc.iloc[0]:.2f} -> {acc.iloc[-1]:.2f}" if len(acc) >= 2 else "")
-    return Finding("kl_drift", step, said, "nothing holds the policy near the reference (no or a weak KL term, a high learning rate), or the reward is being gamed",
-                   "a KL term (or a larger kl_coef) and a lower learning rate; check the eval rises with the KL", {"kl": level, "kl_end": float(kl.iloc[-1])})
+    said = f"KL {_fmt(level)} over {KL_STEPS} steps, {_fmt(float(kl.iloc[-1]))} at the end" + (
+        f"; eval accuracy {acc.iloc[0]:.2f} -> {acc.iloc[-1]:.2f}" if len(acc) >= 2 else ""
+    )
+    return Finding(
+        "kl_drift",
+        step,
+        said,
+        "nothing holds the policy near the reference (no or a weak KL term, a high learning rate), or the reward is being gamed",
+        "a KL term (or a larger kl_coef) and a lower learning rate; check the eval rises with the KL",
+        {"kl": level, "kl_end": float(kl.iloc[-1])},
+    )
 
 
 def clip_saturation(df: pd.DataFrame) -> Finding | None:
@@ -354,12 +428,26 @@ def clip_saturation(df: pd.DataFrame) -> Finding | None:
     if hit is None:
         return None
     step, level = hit
-    return Finding("clip_saturation", step, f"{level:.0%} of tokens clipped over {CLIP_STEPS} steps",
-                   "each rollout is used for too many optimizer steps (minibatches, epochs) at this learning rate: the ratio leaves the clip range",
-                   "fewer minibatches or epochs per rollout, or a lower learning rate", {"clip_frac": level})
+    return Finding(
+        "clip_saturation",
+        step,
+        f"{level:.0%} of tokens clipped over {CLIP_STEPS} steps",
+        "each rollout is used for too many optimizer steps (minibatches, epochs) at this learning rate: the ratio leaves the clip range",
+        "fewer minibatches or epochs per rollout, or a lower learning rate",
+        {"clip_frac": level},
+    )
 
 
-SIGNATURES = (nonfinite, collapse, zero_signal, length_runaway, reward_up_accuracy_down, entropy_collapse, kl_drift, clip_saturation)
+SIGNATURES = (
+    nonfinite,
+    collapse,
+    zero_signal,
+    length_runaway,
+    reward_up_accuracy_down,
+    entropy_collapse,
+    kl_drift,
+    clip_saturation,
+)
 """Every signature, in the order a report lists them."""
 
 
@@ -375,8 +463,15 @@ def diagnose(df: pd.DataFrame, max_new_tokens: int | None = None) -> list[Findin
     return out
 
 
-WINDOWS = {"zero_signal": ZERO_SIGNAL_STEPS, "length_runaway": LENGTH_STEPS, "kl_drift": KL_STEPS, "clip_saturation": CLIP_STEPS, "entropy_collapse": 1,
-           "reward_up_accuracy_down": 1, "nonfinite": 1}
+WINDOWS = {
+    "zero_signal": ZERO_SIGNAL_STEPS,
+    "length_runaway": LENGTH_STEPS,
+    "kl_drift": KL_STEPS,
+    "clip_saturation": CLIP_STEPS,
+    "entropy_collapse": 1,
+    "reward_up_accuracy_down": 1,
+    "nonfinite": 1,
+}
 """Steps a finding's evidence spans from its first step (a window's length)."""
 
 
@@ -394,8 +489,21 @@ def split(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
 # While training
 # --------------------------------------------------------------------------- #
 
-WATCH_KEYS = ("step", "reward_mean", "kl", "entropy", "zero_std_frac", "completion_len", "truncated_frac", "clip_frac", "loss", "grad_norm", "nonfinite",
-              "eval_accuracy", "eval_entropy")
+WATCH_KEYS = (
+    "step",
+    "reward_mean",
+    "kl",
+    "entropy",
+    "zero_std_frac",
+    "completion_len",
+    "truncated_frac",
+    "clip_frac",
+    "loss",
+    "grad_norm",
+    "nonfinite",
+    "eval_accuracy",
+    "eval_entropy",
+)
 """The keys :func:`watch` copies out of the loop's rows."""
 
 

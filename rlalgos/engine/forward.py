@@ -38,7 +38,15 @@ def sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask):
     return input_ids, attn, position_ids(attn)  # (N, P+T) each
 
 
-def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False, ref_logits=None, keep_logits: bool = False) -> dict:
+def logits_stats(
+    logits,
+    tokens,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    entropy_grad: bool = False,
+    ref_logits=None,
+    keep_logits: bool = False,
+) -> dict:
     """``logprobs`` of ``tokens`` under ``softmax(logits / temperature)`` and, if asked,
     the ``entropy`` (detached unless ``entropy_grad``), ``kl_exact`` (the exact
     KL(this model || the model of ``ref_logits``) at each position, detached:
@@ -58,8 +66,17 @@ def logits_stats(logits, tokens, temperature: float = 1.0, with_entropy: bool = 
     return res
 
 
-def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False, ref_logits=None,
-                         keep_logits: bool = False) -> dict:
+def chunked_logits_stats(
+    head,
+    hidden,
+    tokens,
+    chunk: int,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    entropy_grad: bool = False,
+    ref_logits=None,
+    keep_logits: bool = False,
+) -> dict:
     """:func:`logits_stats` of ``head(hidden)`` computed ``chunk`` tokens at a time.
 
     The rows and positions are flattened into one list of N*T tokens and cut into
@@ -76,14 +93,19 @@ def chunked_logits_stats(head, hidden, tokens, chunk: int, temperature: float = 
     """
     N, T, H = hidden.shape
     h, tok = hidden.reshape(N * T, H), tokens.reshape(N * T)  # (N*T, H), (N*T,)
-    refs = ref_logits.reshape(N * T, -1).split(chunk) if ref_logits is not None else [None] * len(tok.split(chunk))  # (n, V) each
+    refs = (
+        ref_logits.reshape(N * T, -1).split(chunk) if ref_logits is not None else [None] * len(tok.split(chunk))
+    )  # (n, V) each
 
     def one_chunk(h_c, tok_c, ref_c):  # (n, H), (n,), (n, V) or None -> dict of (n,)
         return logits_stats(head(h_c), tok_c, temperature, with_entropy, entropy_grad, ref_c, keep_logits)
 
     chunks = zip(h.split(chunk), tok.split(chunk), refs)  # ((n, H), (n,), (n, V)) triples, n <= chunk
     if torch.is_grad_enabled():  # autograd keeps (n, H) per chunk, not (n, V); the LM head draws no random numbers
-        parts = [checkpoint(one_chunk, h_c, tok_c, ref_c, use_reentrant=False, preserve_rng_state=False) for h_c, tok_c, ref_c in chunks]
+        parts = [
+            checkpoint(one_chunk, h_c, tok_c, ref_c, use_reentrant=False, preserve_rng_state=False)
+            for h_c, tok_c, ref_c in chunks
+        ]
     else:
         parts = [one_chunk(h_c, tok_c, ref_c) for h_c, tok_c, ref_c in chunks]
     return {k: torch.cat([p[k] for p in parts]).view(N, T, *parts[0][k].shape[1:]) for k in parts[0]}
@@ -126,8 +148,20 @@ def logits_fit(model, n_tokens: int) -> bool:
     return n_tokens * vocab_size(model) <= AUTO_CHUNK_LOGITS
 
 
-def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature: float = 1.0, with_entropy: bool = False, entropy_grad: bool = False,
-                     logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None, ref_logits=None, keep_logits: bool = False):
+def forward_logprobs(
+    model,
+    prompt_ids,
+    prompt_mask,
+    completion_ids,
+    completion_mask,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    entropy_grad: bool = False,
+    logits_chunk: int = 0,
+    autocast_dtype: torch.dtype | None = None,
+    ref_logits=None,
+    keep_logits: bool = False,
+):
     """Run ``model`` on prompt + completion and return the log-prob of each completion token.
 
     Position ids are counted from the first real (non-pad) token, exactly as
@@ -157,8 +191,19 @@ def forward_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_
         if 0 < chunk < N * T and plain_lm_head(model):
             # the transformer without its LM head: (N, P+T, H) hidden states, H << V
             input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-            hidden = model.base_model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False).last_hidden_state
-            return chunked_logits_stats(model.get_output_embeddings(), hidden[:, -T - 1 : -1], completion_ids, chunk, temperature, with_entropy, entropy_grad, **extra)
+            hidden = model.base_model(
+                input_ids=input_ids, attention_mask=attn, position_ids=position_ids, use_cache=False
+            ).last_hidden_state
+            return chunked_logits_stats(
+                model.get_output_embeddings(),
+                hidden[:, -T - 1 : -1],
+                completion_ids,
+                chunk,
+                temperature,
+                with_entropy,
+                entropy_grad,
+                **extra,
+            )
         logits = completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)  # (N, T, V)
         return logits_stats(logits, completion_ids, temperature, with_entropy, entropy_grad, **extra)
 
@@ -172,23 +217,38 @@ def completion_logits(model, prompt_ids, prompt_mask, completion_ids, completion
     """
     T = completion_ids.shape[1]
     input_ids, attn, position_ids = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
-    return model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False).logits[:, :-1]
+    return model(
+        input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=T + 1, use_cache=False
+    ).logits[:, :-1]
 
 
-def head_on_completion(trunk, head, prompt_ids, prompt_mask, completion_ids, completion_mask, autocast_dtype: torch.dtype | None = None) -> torch.Tensor:
+def head_on_completion(
+    trunk, head, prompt_ids, prompt_mask, completion_ids, completion_mask, autocast_dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """``head`` on ``trunk``'s hidden state at each position that predicts a completion
     token (PPO's critic: a scalar head on a transformer without its LM head), under
     ``autocast_dtype``. prompt_*: (N, P); completion_*: (N, T); returns (N, T) float32."""
     T = completion_ids.shape[1]
     input_ids, attn, positions = sequence_inputs(prompt_ids, prompt_mask, completion_ids, completion_mask)
     with autocast(trunk, autocast_dtype):
-        h = trunk(input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=False).last_hidden_state  # (N, P+T, H)
+        h = trunk(
+            input_ids=input_ids, attention_mask=attn, position_ids=positions, use_cache=False
+        ).last_hidden_state  # (N, P+T, H)
         return head(h[:, -T - 1 : -1]).squeeze(-1).float()  # (N, T)
 
 
 @torch.no_grad()
-def batched_stats(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None,
-                  ref_logits: torch.Tensor | None = None, keep_logits: bool = False) -> dict:
+def batched_stats(
+    model,
+    ro: "Rollout",
+    batch_size: int = 512,
+    with_entropy: bool = False,
+    buckets: int = 4,
+    logits_chunk: int = 0,
+    autocast_dtype: torch.dtype | None = None,
+    ref_logits: torch.Tensor | None = None,
+    keep_logits: bool = False,
+) -> dict:
     """:func:`forward_logprobs` over a whole rollout without grad, in ``buckets``
     runs of similar length (each at most ``batch_size`` rows) trimmed of padding,
     the LM head ``logits_chunk`` tokens at a time (0 = a whole run at once), under ``autocast_dtype``.
@@ -200,12 +260,26 @@ def batched_stats(model, ro: "Rollout", batch_size: int = 512, with_entropy: boo
     was_training = model.training
     model.eval()
     zeros = lambda *v: torch.zeros(*ro.completion_ids.shape, *v, dtype=torch.float32, device=ro.completion_ids.device)  # noqa: E731
-    res = {"logprobs": zeros(), **({"entropy": zeros()} if with_entropy else {})}  # (N, T) each, also for an empty rollout
+    res = {
+        "logprobs": zeros(),
+        **({"entropy": zeros()} if with_entropy else {}),
+    }  # (N, T) each, also for an empty rollout
     for idx in length_buckets(ro.length_key(), buckets, batch_size):
         mb = ro.select(idx).trimmed()
         T, m = mb.completion_ids.shape[1], mb.completion_mask  # padding positions stay 0
-        out = forward_logprobs(model, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, ro.temperature, with_entropy=with_entropy, logits_chunk=logits_chunk,
-                               autocast_dtype=autocast_dtype, ref_logits=None if ref_logits is None else ref_logits[idx, :T], keep_logits=keep_logits)
+        out = forward_logprobs(
+            model,
+            mb.prompt_ids,
+            mb.prompt_mask,
+            mb.completion_ids,
+            mb.completion_mask,
+            ro.temperature,
+            with_entropy=with_entropy,
+            logits_chunk=logits_chunk,
+            autocast_dtype=autocast_dtype,
+            ref_logits=None if ref_logits is None else ref_logits[idx, :T],
+            keep_logits=keep_logits,
+        )
         for k, v in out.items():
             if k not in res:
                 res[k] = zeros(*v.shape[2:])  # (N, T) or (N, T, V)
@@ -214,7 +288,15 @@ def batched_stats(model, ro: "Rollout", batch_size: int = 512, with_entropy: boo
     return res
 
 
-def batched_logprobs(model, ro: "Rollout", batch_size: int = 512, with_entropy: bool = False, buckets: int = 4, logits_chunk: int = 0, autocast_dtype: torch.dtype | None = None):
+def batched_logprobs(
+    model,
+    ro: "Rollout",
+    batch_size: int = 512,
+    with_entropy: bool = False,
+    buckets: int = 4,
+    logits_chunk: int = 0,
+    autocast_dtype: torch.dtype | None = None,
+):
     """:func:`batched_stats`'s (N, T) log-probs (0 on padding), or ``(logprobs, entropy)`` with ``with_entropy``."""
     out = batched_stats(model, ro, batch_size, with_entropy, buckets, logits_chunk, autocast_dtype)
     return (out["logprobs"], out["entropy"]) if with_entropy else out["logprobs"]

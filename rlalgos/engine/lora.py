@@ -57,15 +57,25 @@ def add_lora(policy, cfg):
     ``policy``, which saves the adapters and switches them off."""
     peft = require_peft()
     if has_adapters(policy):
-        raise ValueError("the model passed in already has LoRA adapters (from an earlier LoRA run?); pass a freshly loaded one")
+        raise ValueError(
+            "the model passed in already has LoRA adapters (from an earlier LoRA run?); pass a freshly loaded one"
+        )
     names = [t.strip() for t in cfg.lora_targets.split(",") if t.strip()]
     targets = "all-linear" if names == ["all-linear"] else names
-    config = peft.LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha or 2 * cfg.lora_rank, lora_dropout=cfg.lora_dropout, target_modules=targets, task_type="CAUSAL_LM")
+    config = peft.LoraConfig(
+        r=cfg.lora_rank,
+        lora_alpha=cfg.lora_alpha or 2 * cfg.lora_rank,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     try:
         with quiet():
             lora = peft.get_peft_model(policy, config)
     except ValueError as e:  # target modules not found, ...
-        raise ValueError(f"cannot add LoRA adapters to lora_targets {cfg.lora_targets!r}: {str(e).splitlines()[0]}") from None
+        raise ValueError(
+            f"cannot add LoRA adapters to lora_targets {cfg.lora_targets!r}: {str(e).splitlines()[0]}"
+        ) from None
     base = lora.peft_config["default"].base_model_name_or_path
     if base and Path(base).is_dir():  # a local base: name it absolutely, so the checkpoint loads from any folder
         lora.peft_config["default"].base_model_name_or_path = str(Path(base).resolve())
@@ -109,14 +119,18 @@ def load_adapters(lora, folder: str | Path) -> None:
     result = set_peft_model_state_dict(lora, weights)
     unexpected = getattr(result, "unexpected_keys", [])
     if unexpected:
-        raise ValueError(f"the adapters in {folder} do not fit this run's LoRA model ({len(unexpected)} unexpected weights, e.g. {unexpected[0]})")
+        raise ValueError(
+            f"the adapters in {folder} do not fit this run's LoRA model ({len(unexpected)} unexpected weights, e.g. {unexpected[0]})"
+        )
 
 
 def read_adapter_base(folder: Path) -> str:
     """The base model an adapter folder names (peft's ``base_model_name_or_path``)."""
     base = json.loads((Path(folder) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
     if not base:
-        raise FileNotFoundError(f"{Path(folder) / ADAPTER_CONFIG} names no base model (base_model_name_or_path); load the base with load_policy and the adapters with peft")
+        raise FileNotFoundError(
+            f"{Path(folder) / ADAPTER_CONFIG} names no base model (base_model_name_or_path); load the base with load_policy and the adapters with peft"
+        )
     return base
 
 

@@ -43,7 +43,9 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         if not torch.backends.cuda.is_built():
             raise ValueError("this torch build has no CUDA; install a CUDA build of torch or use --device cpu")
         if not torch.cuda.is_available():
-            raise ValueError("no CUDA device is visible (torch.cuda.is_available() is False); check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu")
+            raise ValueError(
+                "no CUDA device is visible (torch.cuda.is_available() is False); check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ValueError(f"{device} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
     return dev

@@ -28,9 +28,20 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-RUN_FILES = ("config.json", "metrics.jsonl", "samples.jsonl", "metrics.jsonl.tmp", "samples.jsonl.tmp", "checkpoint", "checkpoint.tmp", "checkpoint.old",
-             "tensorboard", "wandb", "trackers.json",  # these three: rlalgos.engine.trackers.RUN_FOLDER_FILES
-             "doctor.png")  # rlalgos diagnose's plot
+RUN_FILES = (
+    "config.json",
+    "metrics.jsonl",
+    "samples.jsonl",
+    "metrics.jsonl.tmp",
+    "samples.jsonl.tmp",
+    "checkpoint",
+    "checkpoint.tmp",
+    "checkpoint.old",
+    "tensorboard",
+    "wandb",
+    "trackers.json",  # these three: rlalgos.engine.trackers.RUN_FOLDER_FILES
+    "doctor.png",
+)  # rlalgos diagnose's plot
 """Everything a run writes into its folder (and all that ``overwrite`` may remove)."""
 
 STATE_FILE = "trainer_state.pt"
@@ -54,9 +65,13 @@ def check_run_dir(run_dir: str | Path, overwrite: bool) -> bool:
     if not run_dir.exists() or not any(run_dir.iterdir()):
         return False
     if not is_run_dir(run_dir):
-        raise FileExistsError(f"{run_dir} is not empty and is not a run folder (no config.json or metrics.jsonl); rlalgos never deletes it: pick another --out-dir")
+        raise FileExistsError(
+            f"{run_dir} is not empty and is not a run folder (no config.json or metrics.jsonl); rlalgos never deletes it: pick another --out-dir"
+        )
     if not overwrite:
-        raise FileExistsError(f"{run_dir} already holds a run; continue it with `rlalgos resume {run_dir}`, replace it with --overwrite, or pick another --out-dir")
+        raise FileExistsError(
+            f"{run_dir} already holds a run; continue it with `rlalgos resume {run_dir}`, replace it with --overwrite, or pick another --out-dir"
+        )
     return True
 
 
@@ -76,7 +91,9 @@ def check_model_dir(out_dir: str | Path, overwrite: bool) -> None:
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return
     if not (out / "config.json").is_file():
-        raise FileExistsError(f"{out} is not empty and holds no model (no config.json); rlalgos never deletes it: pick another --out-dir")
+        raise FileExistsError(
+            f"{out} is not empty and holds no model (no config.json); rlalgos never deletes it: pick another --out-dir"
+        )
     if not overwrite:
         raise FileExistsError(f"{out} already holds a model; replace it with --overwrite or pick another --out-dir")
 
@@ -139,8 +156,10 @@ def recover_checkpoint(run_dir: str | Path) -> Path:
                 candidate.rename(final)
                 break
     if not _complete(final):
-        raise FileNotFoundError(f"no checkpoint in {run_dir} (expected {final / STATE_FILE}); "
-                                f"the run was stopped before its first checkpoint: start it again with --overwrite")
+        raise FileNotFoundError(
+            f"no checkpoint in {run_dir} (expected {final / STATE_FILE}); "
+            f"the run was stopped before its first checkpoint: start it again with --overwrite"
+        )
     for leftover in (tmp, old):
         shutil.rmtree(leftover, ignore_errors=True)
     return final
@@ -152,7 +171,9 @@ def load_checkpoint_state(run_dir: str | Path) -> dict:
     try:
         return torch.load(path, weights_only=False)
     except Exception as e:
-        raise ValueError(f"checkpoint {path} is corrupt ({type(e).__name__}); start the run again with --overwrite") from None
+        raise ValueError(
+            f"checkpoint {path} is corrupt ({type(e).__name__}); start the run again with --overwrite"
+        ) from None
 
 
 # --------------------------------------------------------------------------- #

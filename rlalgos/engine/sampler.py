@@ -52,7 +52,9 @@ def stop_token_ids(model, tokenizer) -> list[int]:
 def check_chat_template(tokenizer) -> None:
     """A ``ValueError`` saying what to change when the tokenizer has no chat template."""
     if not getattr(tokenizer, "chat_template", None):
-        raise ValueError("chat_template is on but the tokenizer has no chat template; drop --chat-template, or use an instruct model whose tokenizer has one")
+        raise ValueError(
+            "chat_template is on but the tokenizer has no chat template; drop --chat-template, or use an instruct model whose tokenizer has one"
+        )
 
 
 def encode_prompts(tokenizer, prompts: Sequence[str], chat_template: bool = False):
@@ -62,13 +64,28 @@ def encode_prompts(tokenizer, prompts: Sequence[str], chat_template: bool = Fals
     if not chat_template:
         return tokenizer(list(prompts), return_tensors="pt", padding=True)
     check_chat_template(tokenizer)
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True) for p in prompts]
+    texts = [
+        tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
     return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
 
 
 @torch.no_grad()
-def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eos_token_id, pad_token_id: int, temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False, n: int = 1,
-                       compact_frac: float = 0.0625, return_logprobs: bool = False):
+def sample_completions(
+    model,
+    input_ids,
+    attention_mask,
+    max_new_tokens: int,
+    eos_token_id,
+    pad_token_id: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    greedy: bool = False,
+    n: int = 1,
+    compact_frac: float = 0.0625,
+    return_logprobs: bool = False,
+):
     """Sample ``n`` completions per prompt with the KV cache, like
     ``model.generate(do_sample=True, top_k=0, num_return_sequences=n)``, in less time:
 
@@ -94,14 +111,20 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
         warp.append(TemperatureLogitsWarper(temperature))
     if not greedy and top_p < 1.0:
         warp.append(TopPLogitsWarper(top_p))
-    cache = DynamicCache(config=model.config)  # filled in place by every call (sliding-window layers where the model has them)
+    cache = DynamicCache(
+        config=model.config
+    )  # filled in place by every call (sliding-window layers where the model has them)
     cache_kw = {_cache_argument(model): cache, "use_cache": True}
     position_ids = count_positions(attention_mask)  # (B, P) as generate counts them
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1, **cache_kw)
+    out = model(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1, **cache_kw
+    )
     logits = out.logits[:, -1]  # (B, V)
     if n > 1:  # one prefill per prompt, then n copies of its cache
         cache.batch_repeat_interleave(n)
-        logits, attention_mask, position_ids = (t.repeat_interleave(n, dim=0) for t in (logits, attention_mask, position_ids))
+        logits, attention_mask, position_ids = (
+            t.repeat_interleave(n, dim=0) for t in (logits, attention_mask, position_ids)
+        )
     N = logits.shape[0]
     tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=input_ids.dtype, device=input_ids.device)  # (N, T)
     logps = torch.zeros(N, max_new_tokens, device=input_ids.device) if return_logprobs else None  # (N, T)
@@ -126,7 +149,9 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
             cache.batch_select_indices(keep)
             rows, attention_mask, next_pos, nxt = rows[keep], attention_mask[keep], next_pos[keep], nxt[keep]
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones(len(rows), 1)], dim=1)
-        out = model(input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), **cache_kw)
+        out = model(
+            input_ids=nxt.unsqueeze(1), attention_mask=attention_mask, position_ids=next_pos.unsqueeze(1), **cache_kw
+        )
         logits = out.logits[:, -1]
         next_pos = next_pos + 1
     # a row that finished earlier but stayed in the batch kept sampling: blank what follows its EOS
@@ -136,7 +161,15 @@ def sample_completions(model, input_ids, attention_mask, max_new_tokens: int, eo
 
 
 @torch.no_grad()
-def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig, greedy: bool = False, n: int = 1, return_logprobs: bool = False):
+def generate(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    sampling: SamplingConfig,
+    greedy: bool = False,
+    n: int = 1,
+    return_logprobs: bool = False,
+):
     """Batched sampling with the KV cache: ``n`` completions for every prompt.
     Returns (prompt_ids, prompt_mask, completion_ids) with ``len(prompts) * n``
     rows (the n samples of a prompt adjacent), prompts left-padded and
@@ -157,18 +190,38 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
             if sampling.sampler == "hf":
                 ids, mask = enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0)
                 gen_cfg = GenerationConfig(
-                    do_sample=not greedy, temperature=None if greedy else sampling.temperature, top_p=None if greedy else sampling.top_p,
-                    top_k=None if greedy else 0, max_new_tokens=sampling.max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                    eos_token_id=stop, bos_token_id=tokenizer.bos_token_id, output_scores=return_logprobs, return_dict_in_generate=return_logprobs,
+                    do_sample=not greedy,
+                    temperature=None if greedy else sampling.temperature,
+                    top_p=None if greedy else sampling.top_p,
+                    top_k=None if greedy else 0,
+                    max_new_tokens=sampling.max_new_tokens,
+                    pad_token_id=tokenizer.pad_token_id,
+                    eos_token_id=stop,
+                    bos_token_id=tokenizer.bos_token_id,
+                    output_scores=return_logprobs,
+                    return_dict_in_generate=return_logprobs,
                 )
                 out = model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)
                 completion = (out.sequences if return_logprobs else out)[:, ids.shape[1] :]
                 logps = _processed_logprobs(out.scores, completion, stop) if return_logprobs else None
             else:
-                out = sample_completions(model, enc["input_ids"], enc["attention_mask"], sampling.max_new_tokens, stop, tokenizer.pad_token_id,
-                                         sampling.temperature, sampling.top_p, greedy=greedy, n=n, return_logprobs=return_logprobs)
+                out = sample_completions(
+                    model,
+                    enc["input_ids"],
+                    enc["attention_mask"],
+                    sampling.max_new_tokens,
+                    stop,
+                    tokenizer.pad_token_id,
+                    sampling.temperature,
+                    sampling.top_p,
+                    greedy=greedy,
+                    n=n,
+                    return_logprobs=return_logprobs,
+                )
                 completion, logps = out if return_logprobs else (out, None)
-        chunks.append((enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion, logps))
+        chunks.append(
+            (enc["input_ids"].repeat_interleave(n, 0), enc["attention_mask"].repeat_interleave(n, 0), completion, logps)
+        )
     model.train(was_training)
     pad = tokenizer.pad_token_id
     ids, masks, completions, logps = zip(*chunks)
@@ -179,5 +232,9 @@ def generate(model, tokenizer, prompts: Sequence[str], sampling: SamplingConfig,
 def _processed_logprobs(scores, completion: torch.Tensor, stop) -> torch.Tensor:
     """Each token's log-prob under generate's processed scores (temperature and top-p applied):
     a tuple of T (n, V) tensors and the (n, T) completion; 0 after the stop token."""
-    logps = torch.log_softmax(torch.stack(scores, 1).float(), -1).gather(-1, completion.unsqueeze(-1)).squeeze(-1)  # (n, T)
-    return torch.where(completion_mask_from_ids(completion, stop)[0].bool(), logps, torch.zeros_like(logps))  # a pad after the end may be outside the top-p set: -inf
+    logps = (
+        torch.log_softmax(torch.stack(scores, 1).float(), -1).gather(-1, completion.unsqueeze(-1)).squeeze(-1)
+    )  # (n, T)
+    return torch.where(
+        completion_mask_from_ids(completion, stop)[0].bool(), logps, torch.zeros_like(logps)
+    )  # a pad after the end may be outside the top-p set: -inf

@@ -141,8 +141,16 @@ class Wandb:
             run_id = uuid.uuid4().hex[:8]
             _write_ids(run_dir, wandb=run_id)
         mode = None if os.environ.get("WANDB_MODE") else "online" if wandb_api_key_found() else "offline"
-        self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "rlalgos"), name=_run_name(run_dir), id=run_id, resume="allow",
-                              dir=str(run_dir), config=config, mode=mode, reinit="create_new")
+        self.run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "rlalgos"),
+            name=_run_name(run_dir),
+            id=run_id,
+            resume="allow",
+            dir=str(run_dir),
+            config=config,
+            mode=mode,
+            reinit="create_new",
+        )
 
     def log(self, metrics: dict, step: int) -> None:
         self.run.log(metrics, step=step)
@@ -192,7 +200,9 @@ class TrackedLog:
                 t.log(metrics, step)
             except Exception as e:  # a tracker never stops training
                 self.trackers.remove(t)
-                _warn(f"{t.name} failed at step {step} ({type(e).__name__}: {e}); it gets no more rows, metrics.jsonl keeps every row")
+                _warn(
+                    f"{t.name} failed at step {step} ({type(e).__name__}: {e}); it gets no more rows, metrics.jsonl keeps every row"
+                )
                 try:
                     t.close(True)  # release what it holds; it has had its one warning
                 except Exception:
@@ -228,5 +238,7 @@ def with_trackers(log, report_to: str, run_dir: str | Path, resume: bool = False
         try:
             trackers.append(CLASSES[n](run_dir, config, resume, start))
         except Exception as e:  # e.g. no network for an online wandb: train anyway
-            _warn(f"{n} could not start ({type(e).__name__}: {e}); the run goes on without it, metrics.jsonl has every row")
+            _warn(
+                f"{n} could not start ({type(e).__name__}: {e}); the run goes on without it, metrics.jsonl has every row"
+            )
     return TrackedLog(log, trackers)

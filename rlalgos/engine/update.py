@@ -57,7 +57,9 @@ class SamplingStats:
         self.tokens += float(mask.sum().item())
         self.entropy += float(core.masked_sum(entropy.detach(), mask).item())
         if mb.rollout_logprobs is not None:  # the sampler's own log-probs: how far the trainer's are from them
-            gap = core.logprob_gap(logp.detach(), mb.rollout_logprobs, mask)  # per-token means over this micro-batch's tokens
+            gap = core.logprob_gap(
+                logp.detach(), mb.rollout_logprobs, mask
+            )  # per-token means over this micro-batch's tokens
             n = float((mask > 0).sum().item())
             self.gap_seen = True
             self.gap += gap["mismatch_logp_gap_mean"] * n
@@ -74,7 +76,10 @@ class SamplingStats:
             self.exact_seen = True
             self.kl_exact += float(core.masked_sum(kl_exact.detach(), kl_mask).item())
         if mb.ref_rows is not None:
-            y, n = core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows], kl_mask.sum(-1)[mb.ref_rows]  # (m,) per measured answer
+            y, n = (
+                core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows],
+                kl_mask.sum(-1)[mb.ref_rows],
+            )  # (m,) per measured answer
             self.sub_rows += float(len(y))
             self.rows += float(len(mb))
             self.yy += float((y * y).sum())
@@ -88,13 +93,19 @@ class SamplingStats:
         out = {"entropy": s["entropy"] / max(s["tokens"], 1.0)}
         if self.gap_seen:
             n = max(s["tokens"], 1.0)
-            out.update(mismatch_logp_gap_mean=s["gap"] / n, mismatch_logp_gap_max=max(distributed.gather(self.gap_max)), mismatch_ratio_beyond_2=s["gap_beyond"] / n)
+            out.update(
+                mismatch_logp_gap_mean=s["gap"] / n,
+                mismatch_logp_gap_max=max(distributed.gather(self.gap_max)),
+                mismatch_ratio_beyond_2=s["gap_beyond"] / n,
+            )
         if self.seen:
             out["kl"] = s["kl"] / max(s["kl_tokens"], 1.0)
         if self.exact_seen:
             out["kl_exact"] = s["kl_exact"] / max(s["kl_tokens"], 1.0)
         if self.sub_rows:  # measured on a subsample of the answers: an estimate, with its standard error
-            out["kl"], out["kl_stderr"] = core.ratio_estimate(s["kl"], s["kl_tokens"], s["yy"], s["yn"], s["nn"], int(s["sub_rows"]), int(s["rows"]))
+            out["kl"], out["kl_stderr"] = core.ratio_estimate(
+                s["kl"], s["kl_tokens"], s["yy"], s["yn"], s["nn"], int(s["sub_rows"]), int(s["rows"])
+            )
         return out
 
 
@@ -130,10 +141,22 @@ def minibatch_updates(algo, ro, adv) -> dict:
             for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
                 mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
                 a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
-                record_sampling = epoch == 0 and ro.old_entropy is None  # one update: this pass *is* the sampling policy
-                out = forward_logprobs(algo.policy, mb.prompt_ids, mb.prompt_mask, mb.completion_ids, mb.completion_mask, mb.temperature,
-                                       with_entropy=record_sampling, entropy_grad=algo.wants_entropy_grad(), logits_chunk=algo.logits_chunk,
-                                       autocast_dtype=algo.autocast_dtype, ref_logits=mb.ref_logits if record_sampling else None)
+                record_sampling = (
+                    epoch == 0 and ro.old_entropy is None
+                )  # one update: this pass *is* the sampling policy
+                out = forward_logprobs(
+                    algo.policy,
+                    mb.prompt_ids,
+                    mb.prompt_mask,
+                    mb.completion_ids,
+                    mb.completion_mask,
+                    mb.temperature,
+                    with_entropy=record_sampling,
+                    entropy_grad=algo.wants_entropy_grad(),
+                    logits_chunk=algo.logits_chunk,
+                    autocast_dtype=algo.autocast_dtype,
+                    ref_logits=mb.ref_logits if record_sampling else None,
+                )
                 old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                 loss, m = algo.loss(mb, out, a, old)
                 # weight of this micro-batch in the minibatch's loss: its share of tokens or of answers
@@ -184,18 +207,34 @@ class EntropyProbe:
         else:
             logp, ent = self._pass()
         mask = ro.completion_mask  # (N, T): every sampled token, whatever its weight in the loss
-        cov = core.token_covariance(logp, adv.values.expand_as(logp), mask)  # (N, T) centred log-prob x centred advantage
-        self.sums = {"tokens": float(mask.sum()), "cov": float(core.masked_sum(cov, mask)), "before": float(core.masked_sum(ent, mask))}
+        cov = core.token_covariance(
+            logp, adv.values.expand_as(logp), mask
+        )  # (N, T) centred log-prob x centred advantage
+        self.sums = {
+            "tokens": float(mask.sum()),
+            "cov": float(core.masked_sum(cov, mask)),
+            "before": float(core.masked_sum(ent, mask)),
+        }
 
     def _pass(self):
         a = self.algo
-        return batched_logprobs(a.policy, self.ro, a.score_batch_size, with_entropy=True, logits_chunk=a.logits_chunk, autocast_dtype=a.autocast_dtype)
+        return batched_logprobs(
+            a.policy,
+            self.ro,
+            a.score_batch_size,
+            with_entropy=True,
+            logits_chunk=a.logits_chunk,
+            autocast_dtype=a.autocast_dtype,
+        )
 
     def after(self) -> dict:
         """``entropy_cov``, ``entropy_before``, ``entropy_after`` and ``entropy_change`` (per token)."""
         _, ent = self._pass()
         s = distributed.reduce_sums({**self.sums, "after": float(core.masked_sum(ent, self.ro.completion_mask))})
         n = max(s["tokens"], 1.0)
-        return {"entropy_cov": s["cov"] / n, "entropy_before": s["before"] / n, "entropy_after": s["after"] / n,
-                "entropy_change": (s["after"] - s["before"]) / n}
-
+        return {
+            "entropy_cov": s["cov"] / n,
+            "entropy_before": s["before"] / n,
+            "entropy_after": s["after"] / n,
+            "entropy_change": (s["after"] - s["before"]) / n,
+        }

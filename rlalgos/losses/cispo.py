@@ -6,8 +6,13 @@ from __future__ import annotations
 from .registry import register_policy_loss
 
 
-@register_policy_loss("cispo", options=lambda cfg: {"clip_low": cfg.clip_low, "clip_high": cfg.clip_high},
-                      trl="cispo", trl_agg="token-mean", trl_caps_ratio=True)
+@register_policy_loss(
+    "cispo",
+    options=lambda cfg: {"clip_low": cfg.clip_low, "clip_high": cfg.clip_high},
+    trl="cispo",
+    trl_agg="token-mean",
+    trl_caps_ratio=True,
+)
 def cispo_token_loss(logp, old_logp, advantages, mask, clip_low: float | None = 0.2, clip_high: float | None = 0.2):
     """CISPO per token: ``l = -sg(clip(r, 1 - clip_low, 1 + clip_high)) * A * logp``. The clipped
     ratio is a constant weight on REINFORCE's ``-A * logp``, so every token keeps a
@@ -37,4 +42,6 @@ def cispo_token_loss(logp, old_logp, advantages, mask, clip_low: float | None = 
     lo, hi = common.clip_range(clip_low, clip_high)
     weight = ratio.clamp(lo, hi).detach()  # (B, T) sg(clip(r)): a weight, no gradient of its own
     loss_mat = -weight * advantages * logp  # (B, T)
-    return loss_mat, common.policy_metrics(mask, log_ratio, ratio, clip_frac=ratio != weight, clip_frac_low=ratio < lo, clip_frac_high=ratio > hi)
+    return loss_mat, common.policy_metrics(
+        mask, log_ratio, ratio, clip_frac=ratio != weight, clip_frac_low=ratio < lo, clip_frac_high=ratio > hi
+    )

@@ -8,13 +8,28 @@ from .registry import register_policy_loss, require
 
 def _check(cfg) -> None:
     require(cfg.clip_c == 0 or cfg.clip_c > 1, f"clip_c must be 0 (off) or > 1 (verl uses 3), got {cfg.clip_c}")
-    require(cfg.clip_c == 0 or cfg.loss_mode == "clip", f"clip_c (the dual clip) works only with loss_mode clip, got loss_mode {cfg.loss_mode}; set clip_c 0")
+    require(
+        cfg.clip_c == 0 or cfg.loss_mode == "clip",
+        f"clip_c (the dual clip) works only with loss_mode clip, got loss_mode {cfg.loss_mode}; set clip_c 0",
+    )
 
 
-@register_policy_loss("clip", options=lambda cfg: {"clip_low": cfg.clip_low, "clip_high": cfg.clip_high, "clip_c": cfg.clip_c or None},
-                      check=_check, ratio_levels=("token", "sequence"))
-def clipped_token_loss(logp, old_logp, advantages, mask, clip_low: float | None = 0.2, clip_high: float | None = 0.2,
-                       clip_c: float | None = None, ratio_level: str = "token"):
+@register_policy_loss(
+    "clip",
+    options=lambda cfg: {"clip_low": cfg.clip_low, "clip_high": cfg.clip_high, "clip_c": cfg.clip_c or None},
+    check=_check,
+    ratio_levels=("token", "sequence"),
+)
+def clipped_token_loss(
+    logp,
+    old_logp,
+    advantages,
+    mask,
+    clip_low: float | None = 0.2,
+    clip_high: float | None = 0.2,
+    clip_c: float | None = None,
+    ratio_level: str = "token",
+):
     """The (clipped) surrogate policy loss, per token.
 
     ``ratio = exp(logp - old_logp)``; per token
@@ -62,5 +77,7 @@ def clipped_token_loss(logp, old_logp, advantages, mask, clip_low: float | None 
         bound = -advantages * clip_c  # (B, T)
         dual = (advantages < 0) & (bound < loss_mat)
         loss_mat = torch.where(dual, bound, loss_mat)
-    metrics = common.policy_metrics(mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual)
+    metrics = common.policy_metrics(
+        mask, log_ratio, ratio, clip_frac=clipped_mask, clip_frac_low=low, clip_frac_high=high, clip_frac_dual=dual
+    )
     return loss_mat, {**metrics, **common.rare_upper_clip(old_logp, advantages, mask, high)}

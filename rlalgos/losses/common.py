@@ -33,7 +33,9 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
     return masked_sum(x, mask, dim) / mask.sum(dim).clamp(min=1.0)
 
 
-def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", max_len: int | None = None) -> torch.Tensor:
+def aggregate_loss(
+    loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "token-mean", max_len: int | None = None
+) -> torch.Tensor:
     """Reduce a per-token loss matrix to a scalar.
 
     * ``token-mean``: ``sum(l*m) / sum(m)``: every token in the batch weighs the
@@ -61,7 +63,13 @@ def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str = "toke
     raise ValueError(f"unknown loss aggregation {mode!r}; use one of {', '.join(LOSS_AGG_MODES)}")
 
 
-def aggregate(loss_mat: torch.Tensor, mask: torch.Tensor, agg: str = "token-mean", max_len: int | None = None, is_weights: torch.Tensor | None = None) -> torch.Tensor:
+def aggregate(
+    loss_mat: torch.Tensor,
+    mask: torch.Tensor,
+    agg: str = "token-mean",
+    max_len: int | None = None,
+    is_weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """A per-token policy loss to the scalar the optimizer steps on: each token's loss times
     its rollout correction weight (:func:`rlalgos.core.rollout_correction_weights`; verl's
     ``rollout_is_weights``, TRL's ``importance_sampling_ratio``; None = none), then
@@ -112,17 +120,21 @@ def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_low: f
     return torch.maximum(unclipped, clipped), clipped_mask, low, high
 
 
-def policy_metrics(mask: torch.Tensor, log_ratio: torch.Tensor, ratio: torch.Tensor, **means: torch.Tensor) -> dict[str, float]:
+def policy_metrics(
+    mask: torch.Tensor, log_ratio: torch.Tensor, ratio: torch.Tensor, **means: torch.Tensor
+) -> dict[str, float]:
     """What a policy loss logs: the masked mean of each (B, T) tensor in ``means`` (of a
     boolean one: its share of the valid tokens), then ``approx_kl`` (the k3 estimate of
     KL(old || new) from the per-token log-ratio) and ``ratio_mean``, in one
     device-to-host copy on a GPU. mask, log_ratio, ratio: (B, T)."""
     with torch.no_grad():
-        values = torch.stack([
-            *(masked_mean(m.to(mask.dtype), mask) for m in means.values()),
-            masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
-            masked_mean(ratio, mask),
-        ]).tolist()
+        values = torch.stack(
+            [
+                *(masked_mean(m.to(mask.dtype), mask) for m in means.values()),
+                masked_mean(torch.exp(log_ratio) - 1 - log_ratio, mask),
+                masked_mean(ratio, mask),
+            ]
+        ).tolist()
     return dict(zip([*means, "approx_kl", "ratio_mean"], values))
 
 
@@ -130,7 +142,9 @@ RARE_P = 0.1
 """A token is *rare* when its sampling probability was below this: the tokens clip-higher is for."""
 
 
-def rare_upper_clip(old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, high: torch.Tensor) -> dict[str, float]:
+def rare_upper_clip(
+    old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, high: torch.Tensor
+) -> dict[str, float]:
     """What the upper clip does to the tokens clip-higher exists for (DAPO, arXiv:2503.14476):
     ``rare_pos_frac``, the share of valid tokens that were rare (sampling probability below
     :data:`RARE_P`) and had a positive advantage, and ``clip_frac_high_rare``, the share of

@@ -7,9 +7,10 @@ from .registry import register_policy_loss
 
 
 @register_policy_loss(
-    "gpg", title="GPG",
+    "gpg",
+    title="GPG",
     trl_missing="TRL has no GPG: the export trains with the clipped loss (loss_type from loss_agg), whose gradient is GPG's while the ratio is 1 "
-                "(one optimizer step per rollout)",
+    "(one optimizer step per rollout)",
     trl_nearest="the clipped loss at one optimizer step per rollout",
 )
 def gpg_token_loss(logp, old_logp, advantages, mask):
@@ -29,4 +30,6 @@ def gpg_token_loss(logp, old_logp, advantages, mask):
 
     mask, advantages, log_ratio, ratio = common.token_ratio(logp, old_logp, advantages, mask)
     none = mask < 0  # (B, T) all False
-    return -advantages * logp, common.policy_metrics(mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none)
+    return -advantages * logp, common.policy_metrics(
+        mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none
+    )

@@ -7,17 +7,21 @@ from .registry import TRL_ENTROPY_OPTIONS, register_policy_loss, require
 
 
 def _check(cfg) -> None:
-    require(0 < cfg.kl_cov_ratio <= 1, f"kl_cov_ratio must be in (0, 1] (a share of the tokens), got {cfg.kl_cov_ratio}")
+    require(
+        0 < cfg.kl_cov_ratio <= 1, f"kl_cov_ratio must be in (0, 1] (a share of the tokens), got {cfg.kl_cov_ratio}"
+    )
     require(cfg.kl_cov_coef >= 0, f"kl_cov_coef must be >= 0, got {cfg.kl_cov_coef}")
 
 
 @register_policy_loss(
-    "kl_cov", title="KL-Cov", check=_check,
+    "kl_cov",
+    title="KL-Cov",
+    check=_check,
     options=lambda cfg: {"kl_cov_ratio": cfg.kl_cov_ratio, "kl_cov_coef": cfg.kl_cov_coef},
     params={"kl_cov_ratio": ("", "policy_loss.kl_cov_ratio"), "kl_cov_coef": ("", "policy_loss.ppo_kl_coef")},
     verl_note="verl picks the tokens in each micro-batch (ppo_micro_batch_size_per_gpu), rlalgos in each forward pass (length bucket): the same rule, over other sets of answers",
     trl_missing="TRL has no KL-Cov: the export trains with the clipped loss (loss_type from loss_agg) where rlalgos's kl_cov has no clip; TRL's nearest options are epsilon_high "
-                "(clip-higher: a wider upper clip lets rare rewarded tokens grow, which slows the entropy collapse) and top_entropy_quantile (train only on the highest-entropy tokens)",
+    "(clip-higher: a wider upper clip lets rare rewarded tokens grow, which slows the entropy collapse) and top_entropy_quantile (train only on the highest-entropy tokens)",
     trl_nearest=TRL_ENTROPY_OPTIONS,
 )
 def kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio: float = 2e-4, kl_cov_coef: float = 0.1):
@@ -55,4 +59,6 @@ def kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio: float = 2e
         selected = flat.view_as(valid)  # (B, T)
     loss_mat = torch.where(selected, unclipped + kl_cov_coef * log_ratio.abs(), unclipped)  # (B, T)
     none = torch.zeros_like(valid)
-    return loss_mat, common.policy_metrics(mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none, cov_selected_frac=selected)
+    return loss_mat, common.policy_metrics(
+        mask, log_ratio, ratio, clip_frac=none, clip_frac_low=none, clip_frac_high=none, cov_selected_frac=selected
+    )

@@ -61,7 +61,13 @@ POLICY_LOSSES: dict[str, PolicyLoss] = {}
 """loss_mode -> :class:`PolicyLoss`, in the order the modules register."""
 
 
-def register_policy_loss(name: str, *, options: Callable[[Any], dict] = lambda cfg: {}, check: Callable[[Any], None] = lambda cfg: None, **spec):
+def register_policy_loss(
+    name: str,
+    *,
+    options: Callable[[Any], dict] = lambda cfg: {},
+    check: Callable[[Any], None] = lambda cfg: None,
+    **spec,
+):
     """Decorator: register ``token_loss`` as loss mode ``name`` (the other arguments: :class:`PolicyLoss`'s fields)."""
 
     def register(token_loss: Callable) -> Callable:

@@ -7,12 +7,21 @@ from .registry import register_policy_loss, require
 
 
 def _check(cfg) -> None:
-    require(cfg.sapo_tau_pos > 0 and cfg.sapo_tau_neg > 0, f"sapo_tau_pos and sapo_tau_neg must be > 0, got {cfg.sapo_tau_pos} and {cfg.sapo_tau_neg}")
+    require(
+        cfg.sapo_tau_pos > 0 and cfg.sapo_tau_neg > 0,
+        f"sapo_tau_pos and sapo_tau_neg must be > 0, got {cfg.sapo_tau_pos} and {cfg.sapo_tau_neg}",
+    )
 
 
-@register_policy_loss("sapo", check=_check, options=lambda cfg: {"tau_pos": cfg.sapo_tau_pos, "tau_neg": cfg.sapo_tau_neg},
-                      params={"sapo_tau_pos": ("sapo_temperature_pos", "tau_pos"), "sapo_tau_neg": ("sapo_temperature_neg", "tau_neg")},
-                      verl_agg="seq-mean-token-mean", trl="sapo", trl_agg="seq-mean-token-mean")
+@register_policy_loss(
+    "sapo",
+    check=_check,
+    options=lambda cfg: {"tau_pos": cfg.sapo_tau_pos, "tau_neg": cfg.sapo_tau_neg},
+    params={"sapo_tau_pos": ("sapo_temperature_pos", "tau_pos"), "sapo_tau_neg": ("sapo_temperature_neg", "tau_neg")},
+    verl_agg="seq-mean-token-mean",
+    trl="sapo",
+    trl_agg="seq-mean-token-mean",
+)
 def sapo_token_loss(logp, old_logp, advantages, mask, tau_pos: float = 1.0, tau_neg: float = 1.05):
     """SAPO per token: ``l = -A * f(r)`` with ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``, ``tau =
     tau_pos`` where A > 0 and ``tau_neg`` where A <= 0. ``f'(r) = 4 s (1 - s)`` with ``s =
@@ -36,10 +45,21 @@ def sapo_token_loss(logp, old_logp, advantages, mask, tau_pos: float = 1.0, tau_
     from . import common
 
     mask, advantages, log_ratio, ratio = common.token_ratio(logp, old_logp, advantages, mask)
-    tau = torch.where(advantages > 0, torch.as_tensor(tau_pos, dtype=logp.dtype, device=logp.device),
-                      torch.as_tensor(tau_neg, dtype=logp.dtype, device=logp.device))  # (B, T)
+    tau = torch.where(
+        advantages > 0,
+        torch.as_tensor(tau_pos, dtype=logp.dtype, device=logp.device),
+        torch.as_tensor(tau_neg, dtype=logp.dtype, device=logp.device),
+    )  # (B, T)
     s = torch.sigmoid(tau * (ratio - 1.0))  # (B, T)
     loss_mat = -(s * (4.0 / tau)) * advantages  # (B, T): -A * f(r)
     s = s.detach()
     none = torch.zeros_like(mask, dtype=torch.bool)
-    return loss_mat, common.policy_metrics(mask, log_ratio, ratio, sapo_grad_weight=4 * s * (1 - s), clip_frac=none, clip_frac_low=none, clip_frac_high=none)
+    return loss_mat, common.policy_metrics(
+        mask,
+        log_ratio,
+        ratio,
+        sapo_grad_weight=4 * s * (1 - s),
+        clip_frac=none,
+        clip_frac_low=none,
+        clip_frac_high=none,
+    )

@@ -20,10 +20,30 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import (ALGORITHMS, BASELINES, DTYPES, DYNAMIC_SAMPLING, EI_KEEP, GRPO_KL_ESTIMATORS, KL_ESTIMATORS, LOSS_AGG_MODES, LOSS_MODES, ROLLOUT_CORRECTIONS,
-                      ROLLOUT_DTYPES, GRPOConfig, RMConfig, SFTConfig, TrainConfig, TrapConfig, field_docs, make_config, parse_algo_spec)
+from ..config import (
+    ALGORITHMS,
+    BASELINES,
+    DTYPES,
+    DYNAMIC_SAMPLING,
+    EI_KEEP,
+    GRPO_KL_ESTIMATORS,
+    KL_ESTIMATORS,
+    LOSS_AGG_MODES,
+    LOSS_MODES,
+    ROLLOUT_CORRECTIONS,
+    ROLLOUT_DTYPES,
+    EmergenceConfig,
+    GRPOConfig,
+    RMConfig,
+    SFTConfig,
+    TrainConfig,
+    TrapConfig,
+    field_docs,
+    make_config,
+    parse_algo_spec,
+)
 from ..tasks import DATA_DIR
-from ..workbook.emergence import EmergenceConfig
+
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
 
@@ -32,15 +52,50 @@ Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without
 # What --help shows: the options in sections, each with one line of help
 # --------------------------------------------------------------------------- #
 
-COMMON = ("steps", "prompts_per_step", "group_size", "eval_every", "eval_prompts", "out_dir", "seed", "overwrite", "model", "task")
+COMMON = (
+    "steps",
+    "prompts_per_step",
+    "group_size",
+    "eval_every",
+    "eval_prompts",
+    "out_dir",
+    "seed",
+    "overwrite",
+    "model",
+    "task",
+)
 """The run options a user sets most, shown first."""
-ENGINE = ("dtype", "device", "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "rollout_dtype", "rollout_sync_every", "rollout_correction",
-          "rollout_correction_threshold", "logits_chunk", "sampler", "score_batch_size")
+ENGINE = (
+    "dtype",
+    "device",
+    "lora_rank",
+    "lora_alpha",
+    "lora_dropout",
+    "lora_targets",
+    "rollout_dtype",
+    "rollout_sync_every",
+    "rollout_correction",
+    "rollout_correction_threshold",
+    "logits_chunk",
+    "sampler",
+    "score_batch_size",
+)
 """How the numbers are computed (precision, device, LoRA, memory), shown last; every other run option is in between."""
 
-CHOICES = {"dtype": DTYPES, "rollout_dtype": ROLLOUT_DTYPES, "rollout_correction": ROLLOUT_CORRECTIONS, "sampler": ("compact", "hf"),
-           "on_nonfinite": ("stop", "skip"), "loss_agg": LOSS_AGG_MODES, "baseline": BASELINES, "loss_mode": LOSS_MODES,
-           "dynamic_sampling": DYNAMIC_SAMPLING, "adv_scale": ("std", "none"), "entropy_action": ("bonus", "temperature"), "keep": EI_KEEP}
+CHOICES = {
+    "dtype": DTYPES,
+    "rollout_dtype": ROLLOUT_DTYPES,
+    "rollout_correction": ROLLOUT_CORRECTIONS,
+    "sampler": ("compact", "hf"),
+    "on_nonfinite": ("stop", "skip"),
+    "loss_agg": LOSS_AGG_MODES,
+    "baseline": BASELINES,
+    "loss_mode": LOSS_MODES,
+    "dynamic_sampling": DYNAMIC_SAMPLING,
+    "adv_scale": ("std", "none"),
+    "entropy_action": ("bonus", "temperature"),
+    "keep": EI_KEEP,
+}
 """Options whose values come from a fixed set: --help lists them (the configs' validate() checks them)."""
 
 
@@ -83,8 +138,11 @@ def section(title: str, cls: type, names, defaults) -> type:
     rows = []
     for name in names:
         choices, value = _choices(cls, name), getattr(defaults, name)
-        arg = tyro.conf.arg(help=short_help(docs.get(name, "")), help_behavior_hint=lambda default: f"[{default}]",
-                            **({"metavar": "{" + ",".join(choices) + "}"} if choices else {}))
+        arg = tyro.conf.arg(
+            help=short_help(docs.get(name, "")),
+            help_behavior_hint=lambda default: f"[{default}]",
+            **({"metavar": "{" + ",".join(choices) + "}"} if choices else {}),
+        )
         rows.append((name, Annotated[hints[name], arg], field(default=value)))
     return make_dataclass(title.replace(" ", "_").replace(",", ""), rows)
 
@@ -94,10 +152,19 @@ def run_sections(defaults: TrainConfig) -> list[tuple[str, type, object]]:
     names = [f.name for f in fields(TrainConfig) if f.name != "algo"]
     more = [n for n in names if n not in COMMON and n not in ENGINE]
     out = []
-    for key, title, chosen in (("common", "run", COMMON), ("more", "sampling, evaluation and logging", more),
-                               ("engine", "engine (precision, device, LoRA, memory)", ENGINE)):
+    for key, title, chosen in (
+        ("common", "run", COMMON),
+        ("more", "sampling, evaluation and logging", more),
+        ("engine", "engine (precision, device, LoRA, memory)", ENGINE),
+    ):
         cls = section(title, TrainConfig, chosen, defaults)
-        out.append((key, Annotated[cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=title)], field(default_factory=cls)))
+        out.append(
+            (
+                key,
+                Annotated[cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=title)],
+                field(default_factory=cls),
+            )
+        )
     return out
 
 
@@ -112,11 +179,24 @@ def _train_command(name: str):
     spec = ALGORITHMS[name]
     algo_cls = section(name, spec.config, [f.name for f in fields(spec.config)], make_config(name))
     common, more, engine = run_sections(TrainConfig(algo=name))
-    train = make_dataclass(f"Train_{name}", [
-        common,
-        ("options", Annotated[algo_cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=name)], field(default_factory=algo_cls)),
-        more, engine,
-    ], namespace={"algo_name": name, "run": property(_assemble_run), "algo": property(lambda self: make_config(name, **asdict(self.options)))})
+    train = make_dataclass(
+        f"Train_{name}",
+        [
+            common,
+            (
+                "options",
+                Annotated[algo_cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=name)],
+                field(default_factory=algo_cls),
+            ),
+            more,
+            engine,
+        ],
+        namespace={
+            "algo_name": name,
+            "run": property(_assemble_run),
+            "algo": property(lambda self: make_config(name, **asdict(self.options))),
+        },
+    )
     description = f"{spec.summary}. Every option's full text: rlalgos algos {name}"
     return Annotated[train, tyro.conf.subcommand(name, description=description)]
 
@@ -154,11 +234,24 @@ class CompareOptions:
     """Runs trained side by side (0 = auto: one per core on CPU, 1 on a GPU; 1 = one after another)."""
 
 
-CompareArgs = make_dataclass("CompareArgs", [
-    ("compare", Annotated[CompareOptions, Flat, tyro.conf.arg(name="compare")], field(default_factory=CompareOptions)),
-    *run_sections(TrainConfig(out_dir="runs/compare")),
-], namespace={"__doc__": CompareOptions.__doc__, "run": property(_assemble_run), "algos": property(lambda self: self.compare.algos),
-              "seeds": property(lambda self: self.compare.seeds), "jobs": property(lambda self: self.compare.jobs)})
+CompareArgs = make_dataclass(
+    "CompareArgs",
+    [
+        (
+            "compare",
+            Annotated[CompareOptions, Flat, tyro.conf.arg(name="compare")],
+            field(default_factory=CompareOptions),
+        ),
+        *run_sections(TrainConfig(out_dir="runs/compare")),
+    ],
+    namespace={
+        "__doc__": CompareOptions.__doc__,
+        "run": property(_assemble_run),
+        "algos": property(lambda self: self.compare.algos),
+        "seeds": property(lambda self: self.compare.seeds),
+        "jobs": property(lambda self: self.compare.jobs),
+    },
+)
 
 
 @dataclass
@@ -230,7 +323,9 @@ class FromRun:
     """The run folder."""
 
 
-ExportSource = Union[(Annotated[FromRun, tyro.conf.subcommand("run", description=FromRun.__doc__)], *TrainCommand.__args__)]  # noqa: UP007
+ExportSource = Union[
+    (Annotated[FromRun, tyro.conf.subcommand("run", description=FromRun.__doc__)], *TrainCommand.__args__)
+]  # noqa: UP007
 
 
 @dataclass
@@ -314,7 +409,9 @@ CLAIMS_ACTIONS = {"list": ClaimsList, "run": ClaimsRun, "report": ClaimsReport}
 class ClaimsArgs:
     """The claims scorecard as code: rlalgos claims list | run ID | report."""
 
-    action: Union[tuple(Annotated[c, tyro.conf.subcommand(name, description=c.__doc__)] for name, c in CLAIMS_ACTIONS.items())]  # noqa: UP007
+    action: Union[
+        tuple(Annotated[c, tyro.conf.subcommand(name, description=c.__doc__)] for name, c in CLAIMS_ACTIONS.items())
+    ]  # noqa: UP007
 
 
 @dataclass
@@ -364,8 +461,10 @@ def _print_run_summary(df) -> None:
     print(f"run folder: {df.run_dir} (metrics.jsonl, samples.jsonl, checkpoint/)")
     if len(ev):  # the steps are the evaluations' own: a run's last row need not be an evaluation
         first, last = ev.iloc[0], ev.iloc[-1]
-        print(f"eval accuracy {first['eval_accuracy']:.3f} (step {int(first['step'])}) -> {last['eval_accuracy']:.3f} (step {int(last['step'])}); "
-              f"greedy {first['eval_greedy_accuracy']:.3f} -> {last['eval_greedy_accuracy']:.3f}")
+        print(
+            f"eval accuracy {first['eval_accuracy']:.3f} (step {int(first['step'])}) -> {last['eval_accuracy']:.3f} (step {int(last['step'])}); "
+            f"greedy {first['eval_greedy_accuracy']:.3f} -> {last['eval_greedy_accuracy']:.3f}"
+        )
 
 
 def check_compare_dir(out: Path, names, seeds, overwrite: bool) -> None:
@@ -406,7 +505,11 @@ def cmd_compare(args: CompareArgs) -> None:
     from ..workbook.stats import paired_effect, verdict_line
     from .sweep import plan_line, run_many
 
-    jobs = [(label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg) for label, cfg, algo_cfg in runs for s in seeds]
+    jobs = [
+        (label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg)
+        for label, cfg, algo_cfg in runs
+        for s in seeds
+    ]
     print(plan_line([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], args.jobs))
     results = run_many([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], jobs=args.jobs, progress=args.run.progress)
     groups, failed = {}, 0
@@ -419,13 +522,19 @@ def cmd_compare(args: CompareArgs) -> None:
         raise ValueError(f"all {len(jobs)} runs failed; the first: {results[0]}")
     table = summary_table(groups)
     table.to_csv(out / "summary.csv")
-    fig = plot_runs(groups, keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", COST),
-                    title=f"{', '.join(labels)} on {args.run.task}, {args.seeds} seed(s)", caption=True)
+    fig = plot_runs(
+        groups,
+        keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", COST),
+        title=f"{', '.join(labels)} on {args.run.task}, {args.seeds} seed(s)",
+        caption=True,
+    )
     fig.savefig(out / "compare.png", dpi=110, bbox_inches="tight")
     print(table.round(3).to_string())
     base = labels[0]
     if args.seeds >= 3 and base in groups and len(groups) > 1:
-        print(f"\npaired by seed, each against {base} (end of run: last evaluation; train metrics over the last 5 steps):")
+        print(
+            f"\npaired by seed, each against {base} (end of run: last evaluation; train metrics over the last 5 steps):"
+        )
         for label in [g for g in groups if g != base]:
             for key in ("eval_accuracy", "eval_greedy_accuracy", "kl", "step_seconds"):
                 print("  " + verdict_line(paired_effect(groups[base], groups[label], key), label, base))
@@ -435,7 +544,9 @@ def cmd_compare(args: CompareArgs) -> None:
     print(f"table:       {out / 'summary.csv'}")
     print(f"figure:      {out / 'compare.png'}")
     if failed:
-        raise ValueError(f"{failed} of {len(jobs)} runs failed (each named above); the table and figure hold the other {len(jobs) - failed}")
+        raise ValueError(
+            f"{failed} of {len(jobs)} runs failed (each named above); the table and figure hold the other {len(jobs) - failed}"
+        )
 
 
 def cmd_eval(args: EvalArgs) -> None:
@@ -451,8 +562,19 @@ def cmd_eval(args: EvalArgs) -> None:
     task = get_task(args.task)
     policy, tok = load_policy(args.model or None, args.device, args.dtype)
     rows = task.test[: args.prompts] if args.prompts else task.test
-    ev = evaluate(policy, tok, task, rows, n_samples=args.samples, temperature=args.temperature, top_p=args.top_p, seed=args.seed, n_show=args.show,
-                  chat_template=args.chat_template, autocast_dtype=resolve_precision(args.dtype, policy.device)[1])
+    ev = evaluate(
+        policy,
+        tok,
+        task,
+        rows,
+        n_samples=args.samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        n_show=args.show,
+        chat_template=args.chat_template,
+        autocast_dtype=resolve_precision(args.dtype, policy.device)[1],
+    )
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in ev.items()}, indent=2))
@@ -517,7 +639,9 @@ def cmd_data(args: DataArgs) -> None:
     from ..engine.runs import check_output_files
     from ..tasks import make_addition_data
 
-    check_output_files([Path(args.out_dir) / "addition_train.jsonl", Path(args.out_dir) / "addition_test.jsonl"], args.overwrite)
+    check_output_files(
+        [Path(args.out_dir) / "addition_train.jsonl", Path(args.out_dir) / "addition_test.jsonl"], args.overwrite
+    )
     paths = make_addition_data(args.out_dir, args.n_train, args.n_test, args.seed)
     print(f"wrote {paths['train']} and {paths['test']}")
 
@@ -539,14 +663,38 @@ def cmd_algos(args: AlgosArgs) -> None:
             for f in fields(cfg):
                 if f.name != "algo":
                     print(f"  {_flag(f.name)} (default {getattr(cfg, f.name)!r})")
-                    print(textwrap.fill(plain(docs.get(f.name, "")), 100, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False))
+                    print(
+                        textwrap.fill(
+                            plain(docs.get(f.name, "")),
+                            100,
+                            initial_indent=" " * 6,
+                            subsequent_indent=" " * 6,
+                            break_on_hyphens=False,
+                        )
+                    )
             print()
         return
     for name, spec in ALGORITHMS.items():
         print(f"{name}: {spec.summary}")
-        print(textwrap.fill("  ".join(f"{_flag(k)} {v}" for k, v in asdict(make_config(name)).items()), 110, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
+        print(
+            textwrap.fill(
+                "  ".join(f"{_flag(k)} {v}" for k, v in asdict(make_config(name)).items()),
+                110,
+                initial_indent="    ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+            )
+        )
     print("\nrun options (every algorithm):")
-    print(textwrap.fill("  ".join(f"{_flag(k)} {v}" for k, v in asdict(TrainConfig()).items() if k != "algo"), 110, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False))
+    print(
+        textwrap.fill(
+            "  ".join(f"{_flag(k)} {v}" for k, v in asdict(TrainConfig()).items() if k != "algo"),
+            110,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
+    )
     print("\none line per option: rlalgos train NAME --help; the whole text of each: rlalgos algos NAME")
 
 
@@ -576,8 +724,12 @@ def cmd_student(args: StudentArgs) -> None:
         raise ValueError(f"rlalgos student needs {e.name}: pip install -e '.[notebook]' (make install)") from e
 
     written = write_student_edition(args.out_dir, args.notebooks_dir or NOTEBOOKS_DIR, overwrite=args.overwrite)
-    print(f"wrote the student edition of {len(written)} notebooks to {args.out_dir} (no solution cells, exercise outputs cleared)")
-    print(f"open it: jupyter lab {args.out_dir}   (the notebooks write their runs to {Path(args.out_dir).resolve().parent / 'runs'})")
+    print(
+        f"wrote the student edition of {len(written)} notebooks to {args.out_dir} (no solution cells, exercise outputs cleared)"
+    )
+    print(
+        f"open it: jupyter lab {args.out_dir}   (the notebooks write their runs to {Path(args.out_dir).resolve().parent / 'runs'})"
+    )
 
 
 def cmd_claims(args: ClaimsArgs) -> None:
@@ -599,17 +751,34 @@ def cmd_claims(args: ClaimsArgs) -> None:
         seeds = claims.parse_seeds(a.seeds) if a.seeds else None
         if a.jobs < 0 or min(a.steps, a.prompts, a.eval_prompts) < 0:
             raise ValueError("--jobs, --steps, --prompts and --eval-prompts must be >= 0")
-        over = {k: v for k, v in (("steps", a.steps), ("prompts_per_step", a.prompts), ("eval_prompts", a.eval_prompts)) if v}
+        over = {
+            k: v
+            for k, v in (("steps", a.steps), ("prompts_per_step", a.prompts), ("eval_prompts", a.eval_prompts))
+            if v
+        }
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             warnings.showwarning = lambda message, *_, **__: print(f"rlalgos: warning: {message}", file=sys.stderr)
-            claims.run_claim(a.claim, seeds, jobs=a.jobs, out_dir=a.out_dir, runs_dir=a.runs_dir or None, overwrite=a.overwrite, publish=a.publish, **over)
+            claims.run_claim(
+                a.claim,
+                seeds,
+                jobs=a.jobs,
+                out_dir=a.out_dir,
+                runs_dir=a.runs_dir or None,
+                overwrite=a.overwrite,
+                publish=a.publish,
+                **over,
+            )
 
 
 def cmd_diagnose(args: DiagnoseArgs) -> None:
     from .diagnose import diagnose_path
 
-    print(diagnose_path(args.run_dir, plot={"": True, "none": False}.get(args.plot, args.plot), accuracy_key=args.accuracy_key)[2])
+    print(
+        diagnose_path(
+            args.run_dir, plot={"": True, "none": False}.get(args.plot, args.plot), accuracy_key=args.accuracy_key
+        )[2]
+    )
 
 
 @dataclass(frozen=True)
@@ -622,21 +791,47 @@ class Command:
 
 
 COMMANDS = {
-    "train": Command(TrainArgs, cmd_train, "train one algorithm and write a run folder (rlalgos train ALGO --help for its options)"),
+    "train": Command(
+        TrainArgs, cmd_train, "train one algorithm and write a run folder (rlalgos train ALGO --help for its options)"
+    ),
     "resume": Command(ResumeArgs, cmd_resume, "continue a run from its last checkpoint"),
-    "compare": Command(CompareArgs, cmd_compare, "train several algorithms over several seeds and plot them side by side"),
+    "compare": Command(
+        CompareArgs, cmd_compare, "train several algorithms over several seeds and plot them side by side"
+    ),
     "eval": Command(EvalArgs, cmd_eval, "evaluate a model on the test split"),
     "plot": Command(PlotArgs, cmd_plot, "plot run folders side by side"),
     "sft": Command(SFTConfig, cmd_sft, "train the tiny base model by supervised fine-tuning and save it"),
-    "trap-model": Command(TrapConfig, cmd_trap_model, "make the exploration regime's base model (data/trap_model) from the shipped one by a short fine-tune"),
-    "emergence-model": Command(EmergenceConfig, cmd_emergence_model, "make a base model whose scratchpad is rare, incompetent, absent or primed (data/emergence/, notebook 12)"),
+    "trap-model": Command(
+        TrapConfig,
+        cmd_trap_model,
+        "make the exploration regime's base model (data/trap_model) from the shipped one by a short fine-tune",
+    ),
+    "emergence-model": Command(
+        EmergenceConfig,
+        cmd_emergence_model,
+        "make a base model whose scratchpad is rare, incompetent, absent or primed (data/emergence/, notebook 12)",
+    ),
     "rm": Command(RMConfig, cmd_rm, "train a tiny reward model on base-model samples labelled by the rule reward"),
     "data": Command(DataArgs, cmd_data, "regenerate the addition task's train/test jsonl"),
     "algos": Command(AlgosArgs, cmd_algos, "list the algorithms and their options with defaults"),
-    "export": Command(ExportArgs, cmd_export, "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])"),
-    "student": Command(StudentArgs, cmd_student, "write the notebooks without their worked solutions, for a class (rlalgos student OUT_DIR)"),
-    "claims": Command(ClaimsArgs, cmd_claims, "the claims scorecard: rlalgos claims list | run ID [--seeds 20,21,22] | report"),
-    "diagnose": Command(DiagnoseArgs, cmd_diagnose, "name what went wrong in a run (rlalgos, TRL or TensorBoard logs) and plot the signals"),
+    "export": Command(
+        ExportArgs,
+        cmd_export,
+        "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])",
+    ),
+    "student": Command(
+        StudentArgs,
+        cmd_student,
+        "write the notebooks without their worked solutions, for a class (rlalgos student OUT_DIR)",
+    ),
+    "claims": Command(
+        ClaimsArgs, cmd_claims, "the claims scorecard: rlalgos claims list | run ID [--seeds 20,21,22] | report"
+    ),
+    "diagnose": Command(
+        DiagnoseArgs,
+        cmd_diagnose,
+        "name what went wrong in a run (rlalgos, TRL or TensorBoard logs) and plot the signals",
+    ),
 }
 
 
@@ -664,10 +859,17 @@ def option_names(cls: type) -> set[str]:
     names, hints = {"-h", "--help"}, typing.get_type_hints(cls, include_extras=True)
     for f in fields(cls):
         hint = hints[f.name]
-        base, extras = (typing.get_args(hint)[0], typing.get_args(hint)[1:]) if typing.get_origin(hint) is Annotated else (hint, ())
+        base, extras = (
+            (typing.get_args(hint)[0], typing.get_args(hint)[1:])
+            if typing.get_origin(hint) is Annotated
+            else (hint, ())
+        )
         if isinstance(base, type) and hasattr(base, "__dataclass_fields__"):
             names |= option_names(base)
-        elif not any(e is tyro.conf.Positional or "Positional" in repr(e) for e in extras) and typing.get_origin(base) is not Union:
+        elif (
+            not any(e is tyro.conf.Positional or "Positional" in repr(e) for e in extras)
+            and typing.get_origin(base) is not Union
+        ):
             names |= {_flag(f.name), "--no-" + _flag(f.name)[2:]} if base is bool else {_flag(f.name)}
     return names
 
@@ -681,7 +883,11 @@ def misplaced_option(argv: list[str]) -> str | None:
     if command == "train":
         if rest and rest[0].startswith("-") and rest[0] not in ("-h", "--help"):
             algo = next((a for a in rest if a in ALGORITHMS), None)
-            fix = f"rlalgos train {algo} {' '.join(a for a in rest if a != algo)}" if algo else "rlalgos train ALGO --steps 5"
+            fix = (
+                f"rlalgos train {algo} {' '.join(a for a in rest if a != algo)}"
+                if algo
+                else "rlalgos train ALGO --steps 5"
+            )
             return f"name the algorithm before its options: {fix}  (rlalgos algos lists the algorithms)"
         if not rest or rest[0] not in ALGORITHMS:
             return None
@@ -705,9 +911,16 @@ def misplaced_option(argv: list[str]) -> str | None:
 
 def parse(argv: list[str]):
     """``(command, parsed dataclass)``; tyro prints help and usage errors itself (exit 0 / 2)."""
-    commands = Union[tuple(Annotated[c.args, tyro.conf.subcommand(name, description=c.help)] for name, c in COMMANDS.items())]  # noqa: UP007
-    args = tyro.cli(commands, prog="rlalgos", args=argv, config=(tyro.conf.OmitSubcommandPrefixes,),
-                    description="RL for LLM reasoning, by running it: REINFORCE, PPO, GRPO and improved GRPO on one loop.")
+    commands = Union[
+        tuple(Annotated[c.args, tyro.conf.subcommand(name, description=c.help)] for name, c in COMMANDS.items())
+    ]  # noqa: UP007
+    args = tyro.cli(
+        commands,
+        prog="rlalgos",
+        args=argv,
+        config=(tyro.conf.OmitSubcommandPrefixes,),
+        description="RL for LLM reasoning, by running it: REINFORCE, PPO, GRPO and improved GRPO on one loop.",
+    )
     name = next(name for name, c in COMMANDS.items() if type(args) is c.args)
     return name, (args.algorithm if name == "train" else args)
 

@@ -47,9 +47,15 @@ TRL's ``kl`` and verl's ``actor/kl_loss`` / ``actor/reward_kl_penalty`` are KL t
 verl's validation accuracy (``val-core/<data source>/acc/mean@N``) is found by :data:`VERL_ACCURACY`."""
 VERL_ACCURACY = re.compile(r"^val-core/.+/acc/mean@\d+$")
 LACKS = {
-    "reward_mean": "train reward", "zero_std_frac": "share of all-equal groups", "entropy": "entropy", "kl": "KL to the reference",
-    "completion_len": "completion length", "truncated_frac": "share of cut-off answers", "clip_frac": "clip fraction",
-    "eval_accuracy": "eval accuracy", "eval_entropy": "eval entropy",
+    "reward_mean": "train reward",
+    "zero_std_frac": "share of all-equal groups",
+    "entropy": "entropy",
+    "kl": "KL to the reference",
+    "completion_len": "completion length",
+    "truncated_frac": "share of cut-off answers",
+    "clip_frac": "clip fraction",
+    "eval_accuracy": "eval accuracy",
+    "eval_entropy": "eval entropy",
 }
 NEEDS = {
     "nonfinite": (("loss", "grad_norm", "reward_mean", "kl", "entropy"),),
@@ -82,14 +88,22 @@ class Source:
     def not_checked(self) -> dict[str, list[str]]:
         """Signatures that cannot be checked: name -> the missing metrics."""
         have = set(self.df.columns) - set(self.lacks())
-        return {name: [LACKS.get(k, k) for k in group] for name, groups in NEEDS.items() for group in groups if not have & set(group)}
+        return {
+            name: [LACKS.get(k, k) for k in group]
+            for name, groups in NEEDS.items()
+            for group in groups
+            if not have & set(group)
+        }
 
 
 def _map(rows: pd.DataFrame, accuracy_key: str = "") -> tuple[pd.DataFrame, dict]:
     """Rename a foreign source's columns into the project's names (``step`` kept)."""
     out, mapped = pd.DataFrame({"step": rows["step"].astype(int)}), {}
     for ours, theirs in NAMES.items():
-        for name in (ours, *theirs):  # a source already in the project's names (rlalgos' own TensorBoard) maps to itself
+        for name in (
+            ours,
+            *theirs,
+        ):  # a source already in the project's names (rlalgos' own TensorBoard) maps to itself
             if name in rows and rows[name].notna().any():
                 out[ours], mapped[ours] = pd.to_numeric(rows[name], errors="coerce"), name
                 break
@@ -97,7 +111,9 @@ def _map(rows: pd.DataFrame, accuracy_key: str = "") -> tuple[pd.DataFrame, dict
     if acc and acc[0] in rows:
         out["eval_accuracy"], mapped["eval_accuracy"] = pd.to_numeric(rows[acc[0]], errors="coerce"), acc[0]
     elif accuracy_key:
-        raise ValueError(f"--accuracy-key {accuracy_key!r} is not logged in this source; it logs {', '.join(sorted(c for c in rows.columns if c != 'step'))}")
+        raise ValueError(
+            f"--accuracy-key {accuracy_key!r} is not logged in this source; it logs {', '.join(sorted(c for c in rows.columns if c != 'step'))}"
+        )
     return out.sort_values("step").reset_index(drop=True), mapped
 
 
@@ -106,7 +122,9 @@ def _merge_by_step(records: list[dict]) -> pd.DataFrame:
     by_step: dict[int, dict] = {}
     for r in records:
         if "step" in r:
-            by_step.setdefault(int(r["step"]), {"step": int(r["step"])}).update({k: v for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            by_step.setdefault(int(r["step"]), {"step": int(r["step"])}).update(
+                {k: v for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            )
     return pd.DataFrame(sorted(by_step.values(), key=lambda r: r["step"]))
 
 
@@ -114,7 +132,10 @@ def read_trl(path: Path, accuracy_key: str = "") -> Source:
     """A TRL ``trainer_state.json`` (the file, or an output folder holding it or ``checkpoint-N`` folders)."""
     state = path if path.is_file() else path / "trainer_state.json"
     if not state.is_file():
-        ckpts = sorted(path.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1)
+        ckpts = sorted(
+            path.glob("checkpoint-*/trainer_state.json"),
+            key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1,
+        )
         if not ckpts:
             raise FileNotFoundError(f"no trainer_state.json in {path} or its checkpoint-N folders")
         state = ckpts[-1]
@@ -136,13 +157,21 @@ def read_tensorboard(path: Path, accuracy_key: str = "") -> Source:
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ModuleNotFoundError as e:
-        raise ValueError("reading TensorBoard logs needs the tensorboard package: pip install rlalgos[tensorboard]") from e
+        raise ValueError(
+            "reading TensorBoard logs needs the tensorboard package: pip install rlalgos[tensorboard]"
+        ) from e
     records = []
     for f in event_files(path):
         acc = EventAccumulator(str(f), size_guidance={"scalars": 0})
         acc.Reload()
         for tag in acc.Tags().get("scalars", []):
-            name = tag[len("train/"):] if tag.startswith("train/") else "eval_" + tag[len("eval/"):] if tag.startswith("eval/") else tag
+            name = (
+                tag[len("train/") :]
+                if tag.startswith("train/")
+                else "eval_" + tag[len("eval/") :]
+                if tag.startswith("eval/")
+                else tag
+            )
             records += [{"step": e.step, name: e.value} for e in acc.Scalars(tag)]
     rows = _merge_by_step(records)
     if rows.empty:
@@ -166,11 +195,17 @@ def read_source(path: str | Path, accuracy_key: str = "") -> Source:
                 raise ValueError(f"--accuracy-key {accuracy_key!r} is not logged in {path / 'metrics.jsonl'}")
             df = df.assign(eval_accuracy=df[accuracy_key])
         return Source(path, "rlalgos run", df, {k: k for k in LACKS if k in df}, cfg.get("max_new_tokens") or None)
-    if (path.is_file() and path.suffix == ".json") or (path / "trainer_state.json").is_file() or (path.is_dir() and any(path.glob("checkpoint-*/trainer_state.json"))):
+    if (
+        (path.is_file() and path.suffix == ".json")
+        or (path / "trainer_state.json").is_file()
+        or (path.is_dir() and any(path.glob("checkpoint-*/trainer_state.json")))
+    ):
         return read_trl(path, accuracy_key)
     if event_files(path):
         return read_tensorboard(path, accuracy_key)
-    raise FileNotFoundError(f"{path} holds no metrics.jsonl (rlalgos), trainer_state.json (TRL) or events.out.tfevents.* (TensorBoard: verl, TRL)")
+    raise FileNotFoundError(
+        f"{path} holds no metrics.jsonl (rlalgos), trainer_state.json (TRL) or events.out.tfevents.* (TensorBoard: verl, TRL)"
+    )
 
 
 def report(src: Source, findings: list[doctor.Finding], plot: Path | None = None) -> str:
@@ -189,9 +224,14 @@ def report(src: Source, findings: list[doctor.Finding], plot: Path | None = None
         lines.append("  what followed from it: " + "; ".join(f"{f.name} from step {f.step} ({f.said})" for f in after))
     skipped = src.not_checked()
     if skipped:
-        lines.append("not checked (the source lacks them): " + "; ".join(f"{name} (no {' or '.join(missing)})" for name, missing in skipped.items()))
+        lines.append(
+            "not checked (the source lacks them): "
+            + "; ".join(f"{name} (no {' or '.join(missing)})" for name, missing in skipped.items())
+        )
         if "eval_accuracy" in src.lacks():
-            lines.append("  (--accuracy-key NAME reads a logged series as eval accuracy, e.g. a correctness reward on the eval set)")
+            lines.append(
+                "  (--accuracy-key NAME reads a logged series as eval accuracy, e.g. a correctness reward on the eval set)"
+            )
     if plot:
         lines.append(f"plot: {plot}")
     return "\n".join(lines)
@@ -207,11 +247,24 @@ def plot_signals(src: Source, findings: list[doctor.Finding], out: Path) -> Path
 
     from ..workbook.plots import plot_runs
 
-    wanted = [k for f in findings for k in doctor.SIGNALS[f.name]] or ["reward_mean", "eval_accuracy", "entropy", "kl", "zero_std_frac", "truncated_frac"]
+    wanted = [k for f in findings for k in doctor.SIGNALS[f.name]] or [
+        "reward_mean",
+        "eval_accuracy",
+        "entropy",
+        "kl",
+        "zero_std_frac",
+        "truncated_frac",
+    ]
     keys = [k for k in dict.fromkeys(wanted) if k in src.df and src.df[k].notna().any()]
     df = src.df[[c for c in src.df.columns if c == "step" or c in keys]].apply(pd.to_numeric, errors="coerce")
     title = "; ".join(f"{f.name} from step {f.step}" for f in findings) or "healthy"
-    fig = plot_runs({src.path.name or str(src.path): [df]}, keys=keys or ["reward_mean"], smooth=1, ncols=min(len(keys), 3) or 1, title=title)
+    fig = plot_runs(
+        {src.path.name or str(src.path): [df]},
+        keys=keys or ["reward_mean"],
+        smooth=1,
+        ncols=min(len(keys), 3) or 1,
+        title=title,
+    )
     for ax, key in zip(fig.axes, keys):
         for f in findings:
             if key in doctor.SIGNALS[f.name]:
@@ -221,7 +274,9 @@ def plot_signals(src: Source, findings: list[doctor.Finding], out: Path) -> Path
     return out
 
 
-def diagnose_path(path: str | Path, plot: bool | str | Path = True, accuracy_key: str = "") -> tuple[Source, list[doctor.Finding], str]:
+def diagnose_path(
+    path: str | Path, plot: bool | str | Path = True, accuracy_key: str = ""
+) -> tuple[Source, list[doctor.Finding], str]:
     """Read ``path``, run every signature, save the plot (``plot``: True = ``doctor.png`` next to the run, a path, or False),
     and return the source, the findings and the report text."""
     src = read_source(path, accuracy_key)

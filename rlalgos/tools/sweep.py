@@ -61,7 +61,10 @@ SECONDS_PER_ANSWER = 0.0035
 def estimate_seconds(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int) -> float:
     """A rough wall time for training ``runs`` ``jobs`` at a time on CPU: every run's
     steps x answers x the algorithm's relative cost, spread over the lanes."""
-    total = sum(c.steps * c.prompts_per_step * c.group_size * RELATIVE_STEP_COST.get(c.algo, 1.0) for c, _ in runs) * SECONDS_PER_ANSWER
+    total = (
+        sum(c.steps * c.prompts_per_step * c.group_size * RELATIVE_STEP_COST.get(c.algo, 1.0) for c, _ in runs)
+        * SECONDS_PER_ANSWER
+    )
     lanes = max(1, min(jobs, len(runs)))
     return total / lanes * (1.2 if lanes > 1 else 1.0)  # lanes side by side: 1.2-1.5x the throughput, not 2x
 
@@ -117,10 +120,14 @@ def check_main_guard(jobs: int) -> None:
         tree = ast.parse(Path(path).read_text())
     except (OSError, SyntaxError, ValueError):
         return
-    if line is None or any(isinstance(n, ast.If) and _is_main_guard(n.test) and n.lineno <= line <= n.end_lineno for n in ast.walk(tree)):
+    if line is None or any(
+        isinstance(n, ast.If) and _is_main_guard(n.test) and n.lineno <= line <= n.end_lineno for n in ast.walk(tree)
+    ):
         return
-    raise ValueError(f"{path} line {line} runs {jobs} runs side by side outside `if __name__ == \"__main__\":`; each worker process "
-                     f"re-runs the script's top level (and would train again): put the script's code under that guard, or pass jobs=1")
+    raise ValueError(
+        f'{path} line {line} runs {jobs} runs side by side outside `if __name__ == "__main__":`; each worker process '
+        f"re-runs the script's top level (and would train again): put the script's code under that guard, or pass jobs=1"
+    )
 
 
 def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
@@ -155,7 +162,9 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
     out: list = [None] * len(runs)
     bar = tqdm(total=len(runs), desc=f"runs ({jobs} at a time)", disable=not progress, dynamic_ncols=True)
     lock = threading.Lock()
-    queue = deque(range(len(runs)) if jobs <= 1 else longest_first(runs))  # results come back in the given order either way
+    queue = deque(
+        range(len(runs)) if jobs <= 1 else longest_first(runs)
+    )  # results come back in the given order either way
 
     def next_run() -> int | None:
         with lock:
@@ -173,7 +182,9 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
             cfg, algo_cfg = runs[i]
             try:
                 df = train(replace(cfg, **overrides), algo_cfg)
-                finish(i, load_metrics(df.run_dir) if overrides else df)  # beside workers: what every lane returns, the run folder's rows
+                finish(
+                    i, load_metrics(df.run_dir) if overrides else df
+                )  # beside workers: what every lane returns, the run folder's rows
             except Exception as e:
                 finish(i, e)
 
@@ -187,7 +198,12 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
         while (i := next_run()) is not None:
             cfg, algo_cfg = runs[i]
             try:
-                finish(i, load_metrics(pool.submit(_run_one, asdict(replace(cfg, progress=False)), asdict(algo_cfg), threads).result()))
+                finish(
+                    i,
+                    load_metrics(
+                        pool.submit(_run_one, asdict(replace(cfg, progress=False)), asdict(algo_cfg), threads).result()
+                    ),
+                )
             except Exception as e:
                 finish(i, e)
 

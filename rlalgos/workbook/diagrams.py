@@ -27,10 +27,28 @@ from .. import core
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies.
 BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY = "#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#7F7F7F"
-FILL = {"failure": "#FCE9C4", "effect": "#EDEDED", "cause": "#FFFFFF", "trained": "#D3E6F3", "frozen": "#E6E6E6",
-        "function": "#CDEBE1", "data": "#FFFFFF", "absent": "#FFFFFF", "note": "#FFFFFF"}
-EDGE = {"failure": ORANGE, "effect": GREY, "cause": "#333333", "trained": BLUE, "frozen": GREY,
-        "function": GREEN, "data": "#333333", "absent": "#AAAAAA", "note": SKY}
+FILL = {
+    "failure": "#FCE9C4",
+    "effect": "#EDEDED",
+    "cause": "#FFFFFF",
+    "trained": "#D3E6F3",
+    "frozen": "#E6E6E6",
+    "function": "#CDEBE1",
+    "data": "#FFFFFF",
+    "absent": "#FFFFFF",
+    "note": "#FFFFFF",
+}
+EDGE = {
+    "failure": ORANGE,
+    "effect": GREY,
+    "cause": "#333333",
+    "trained": BLUE,
+    "frozen": GREY,
+    "function": GREEN,
+    "data": "#333333",
+    "absent": "#AAAAAA",
+    "note": SKY,
+}
 TOKEN_CMAP = "RdBu"  # diverging: red = pushed down (A < 0), blue = pushed up (A > 0), white = 0
 MODE_TITLES = {
     "seq-mean-token-mean": "per-answer mean (GRPO, seq-mean-token-mean): weight A_i / (B·|y_i|)",
@@ -55,11 +73,24 @@ def _canvas(ax, size: tuple[float, float] | None, xlim: tuple[float, float], yli
     return ax.figure, ax
 
 
-def _box(ax, x: float, y: float, w: float, h: float, title: str, body: str = "", kind: str = "failure", size: float = 8.0):
+def _box(
+    ax, x: float, y: float, w: float, h: float, title: str, body: str = "", kind: str = "failure", size: float = 8.0
+):
     """A rounded box centred at (x, y): a bold title line and a smaller body under it."""
     dashed = kind in ("absent", "note")
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08", fc=FILL[kind], ec=EDGE[kind],
-                                lw=1.0 if dashed else 1.6, ls="--" if dashed else "-", zorder=2))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle="round,pad=0,rounding_size=0.08",
+            fc=FILL[kind],
+            ec=EDGE[kind],
+            lw=1.0 if dashed else 1.6,
+            ls="--" if dashed else "-",
+            zorder=2,
+        )
+    )
     colour = "#888888" if kind == "absent" else "black"
     if not body:
         ax.text(x, y, title, ha="center", va="center", fontsize=size + 1, fontweight="bold", color=colour, zorder=3)
@@ -68,12 +99,35 @@ def _box(ax, x: float, y: float, w: float, h: float, title: str, body: str = "",
     line_h = size * 1.25 / 72  # inches per body line
     top = y + (lines * line_h + (size + 1) * 1.3 / 72) / 2
     ax.text(x, top, title, ha="center", va="top", fontsize=size + 1, fontweight="bold", color=colour, zorder=3)
-    ax.text(x, top - (size + 1) * 1.35 / 72, body, ha="center", va="top", fontsize=size, color=colour, linespacing=1.1, zorder=3)
+    ax.text(
+        x,
+        top - (size + 1) * 1.35 / 72,
+        body,
+        ha="center",
+        va="top",
+        fontsize=size,
+        color=colour,
+        linespacing=1.1,
+        zorder=3,
+    )
 
 
 def _arrow(ax, start, end, colour: str = "#333333", dashed: bool = False, rad: float = 0.0):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, lw=1.5, color=colour, ls="--" if dashed else "-",
-                                 connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, zorder=1))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=14,
+            lw=1.5,
+            color=colour,
+            ls="--" if dashed else "-",
+            connectionstyle=f"arc3,rad={rad}",
+            shrinkA=0,
+            shrinkB=0,
+            zorder=1,
+        )
+    )
 
 
 def _cut(ax, x: float, y: float, label: str, detail: str, label_y: float):
@@ -82,11 +136,19 @@ def _cut(ax, x: float, y: float, label: str, detail: str, label_y: float):
     ax.plot([x, x], [y - 0.22, y + 0.22], color=VERMILLION, lw=5, solid_capstyle="butt", zorder=4)
     above = label_y > y
     ax.plot([x, x], [y + (0.22 if above else -0.22), label_y], color=VERMILLION, lw=0.8, ls=":", zorder=1)
-    boxed = dict(ha="center", fontsize=8, linespacing=1.15, zorder=5, bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=VERMILLION, lw=1.2))
+    boxed = dict(
+        ha="center",
+        fontsize=8,
+        linespacing=1.15,
+        zorder=5,
+        bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=VERMILLION, lw=1.2),
+    )
     heading = dict(ha="center", fontsize=8.5, fontweight="bold", zorder=5)
     if above:  # the box sits on label_y, the name on top of it
         box = ax.text(x, label_y + 0.04, detail, va="bottom", **boxed)
-        ax.annotate(f"✂ {label}", (0.5, 1), xycoords=box, xytext=(0, 4), textcoords="offset points", va="bottom", **heading)
+        ax.annotate(
+            f"✂ {label}", (0.5, 1), xycoords=box, xytext=(0, 4), textcoords="offset points", va="bottom", **heading
+        )
     else:  # the name hangs from label_y, the box under it
         name = ax.text(x, label_y, f"✂ {label}", va="top", **heading)
         ax.annotate(detail, (0.5, 0), xycoords=name, xytext=(0, -5), textcoords="offset points", va="top", **boxed)
@@ -109,13 +171,66 @@ def failure_chain(ax=None):
     fig, ax = _canvas(ax, (10, 5.5), (0, 10), (0, 5.5))
     xs, w, h = (1.2, 3.7, 6.2, 8.7), 2.05, 1.12
     top, bottom = 3.62, 1.55
-    ax.text(5, 5.38, "Vanilla GRPO's failure chain, and where DAPO's tricks cut it", ha="center", va="center", fontsize=13, fontweight="bold")
+    ax.text(
+        5,
+        5.38,
+        "Vanilla GRPO's failure chain, and where DAPO's tricks cut it",
+        ha="center",
+        va="center",
+        fontsize=13,
+        fontweight="bold",
+    )
 
-    _box(ax, xs[0], top, w, h, "clip at 1 + ε (PPO's)", "ratio capped at 1.2 where\nA > 0: a rare good token\ngains at most ×1.2 a step", "cause")
-    _box(ax, xs[1], top, w, h, "entropy collapse", "the policy becomes\nnear-deterministic;\nexploration stops", "failure")
-    _box(ax, xs[2], top, w, h, "zero-signal groups", "a sharp policy answers the\nsame way G times: equal\nrewards → A = 0 → no gradient", "failure")
-    _box(ax, xs[3], top, w, h, "smaller effective batch", "fewer answers carry\nsignal → noisier gradient,\nlearning stalls", "effect")
-    _box(ax, xs[0], bottom, w, h, "long answers diluted", "per-answer mean: a token\nweighs 1/|y|, so a long\nwrong answer is barely pushed", "failure")
+    _box(
+        ax,
+        xs[0],
+        top,
+        w,
+        h,
+        "clip at 1 + ε (PPO's)",
+        "ratio capped at 1.2 where\nA > 0: a rare good token\ngains at most ×1.2 a step",
+        "cause",
+    )
+    _box(
+        ax,
+        xs[1],
+        top,
+        w,
+        h,
+        "entropy collapse",
+        "the policy becomes\nnear-deterministic;\nexploration stops",
+        "failure",
+    )
+    _box(
+        ax,
+        xs[2],
+        top,
+        w,
+        h,
+        "zero-signal groups",
+        "a sharp policy answers the\nsame way G times: equal\nrewards → A = 0 → no gradient",
+        "failure",
+    )
+    _box(
+        ax,
+        xs[3],
+        top,
+        w,
+        h,
+        "smaller effective batch",
+        "fewer answers carry\nsignal → noisier gradient,\nlearning stalls",
+        "effect",
+    )
+    _box(
+        ax,
+        xs[0],
+        bottom,
+        w,
+        h,
+        "long answers diluted",
+        "per-answer mean: a token\nweighs 1/|y|, so a long\nwrong answer is barely pushed",
+        "failure",
+    )
     _box(ax, xs[1], bottom, w, h, "answers grow", "rambling costs little,\nso lengths drift up", "effect")
     _box(ax, xs[2], bottom, w, h, "truncation", "answers run into\nmax_new_tokens", "failure")
     _box(ax, xs[3], bottom, w, h, "noisy rewards", "a right answer cut off\nscores 0", "effect")
@@ -125,24 +240,66 @@ def failure_chain(ax=None):
             _arrow(ax, (a + w / 2, row), (b - w / 2, row))
     _arrow(ax, (xs[3], bottom + h / 2), (xs[3], top - h / 2))
     _arrow(ax, (xs[2], bottom + h / 2), (xs[2], top - h / 2), dashed=True)
-    ax.text(xs[2] + 0.08, (top + bottom) / 2, "all G cut off\n→ all score 0", ha="left", va="center", fontsize=7.5, style="italic")
-    ax.text(xs[3] + 0.08, (top + bottom) / 2, "wrong labels\nin the batch", ha="left", va="center", fontsize=7.5, style="italic")
+    ax.text(
+        xs[2] + 0.08,
+        (top + bottom) / 2,
+        "all G cut off\n→ all score 0",
+        ha="left",
+        va="center",
+        fontsize=7.5,
+        style="italic",
+    )
+    ax.text(
+        xs[3] + 0.08,
+        (top + bottom) / 2,
+        "wrong labels\nin the batch",
+        ha="left",
+        va="center",
+        fontsize=7.5,
+        style="italic",
+    )
 
     gap = [(a + b) / 2 for a, b in zip(xs, xs[1:])]
     _cut(ax, gap[0], top, "clip-higher", "ε_high = 0.28: rare tokens\ncan rise faster", 4.45)
     _cut(ax, gap[2], top, "dynamic sampling", "drop all-equal groups,\nresample to a full batch", 4.45)
     _cut(ax, gap[0], bottom, "token-level loss (token-mean)", "every token weighs 1 / Σ_j |y_j|", 0.93)
-    _cut(ax, gap[2], bottom, "overlong shaping", "soft penalty over the last L_c tokens\n(or filter: mask truncated answers)", 0.93)
+    _cut(
+        ax,
+        gap[2],
+        bottom,
+        "overlong shaping",
+        "soft penalty over the last L_c tokens\n(or filter: mask truncated answers)",
+        0.93,
+    )
 
     note_x, note_y = 3.0, (top + bottom) / 2
-    ax.text(note_x, note_y, "optional side notes: KL off (β = 0) frees the policy\nfrom the reference; an entropy monitor warns of collapse",
-            ha="center", va="center", fontsize=7.5, color="#333333", zorder=3,
-            bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=SKY, lw=1.0, ls="--"))
-    ax.plot([xs[1], xs[1]], [note_y + 0.26, top - h / 2], color=SKY, lw=1.0, ls=":", zorder=1)  # the note is about entropy
-    ax.legend(handles=[Rectangle((0, 0), 1, 1, fc=FILL["failure"], ec=ORANGE, lw=1.5, label="failure"),
-                       Rectangle((0, 0), 1, 1, fc=FILL["effect"], ec=GREY, lw=1.5, label="consequence"),
-                       Rectangle((0, 0), 1, 1, fc=VERMILLION, ec=VERMILLION, label="cut by a DAPO trick")],
-              loc="lower right", bbox_to_anchor=(1.0, 0.0), fontsize=7.5, frameon=False, ncol=1, handlelength=1.2)
+    ax.text(
+        note_x,
+        note_y,
+        "optional side notes: KL off (β = 0) frees the policy\nfrom the reference; an entropy monitor warns of collapse",
+        ha="center",
+        va="center",
+        fontsize=7.5,
+        color="#333333",
+        zorder=3,
+        bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=SKY, lw=1.0, ls="--"),
+    )
+    ax.plot(
+        [xs[1], xs[1]], [note_y + 0.26, top - h / 2], color=SKY, lw=1.0, ls=":", zorder=1
+    )  # the note is about entropy
+    ax.legend(
+        handles=[
+            Rectangle((0, 0), 1, 1, fc=FILL["failure"], ec=ORANGE, lw=1.5, label="failure"),
+            Rectangle((0, 0), 1, 1, fc=FILL["effect"], ec=GREY, lw=1.5, label="consequence"),
+            Rectangle((0, 0), 1, 1, fc=VERMILLION, ec=VERMILLION, label="cut by a DAPO trick"),
+        ],
+        loc="lower right",
+        bbox_to_anchor=(1.0, 0.0),
+        fontsize=7.5,
+        frameon=False,
+        ncol=1,
+        handlelength=1.2,
+    )
     return fig
 
 
@@ -152,24 +309,39 @@ def failure_chain(ax=None):
 
 TREE_MAIN = (
     ("REINFORCE", "reward - baseline, x grad log pi;\none on-policy update per batch\nWilliams 1992 · notebook 01"),
-    ("PPO + critic", "GAE from a learned critic;\nclipped ratio, several updates\nSchulman 2017, arXiv:1707.06347 · nb 02"),
+    (
+        "PPO + critic",
+        "GAE from a learned critic;\nclipped ratio, several updates\nSchulman 2017, arXiv:1707.06347 · nb 02",
+    ),
     ("GRPO", "group-normalised reward, no critic;\nk3 KL in the loss\nShao 2024, arXiv:2402.03300 · nb 03"),
-    ("DAPO (improved GRPO)", "dynamic sampling, clip-higher,\ntoken-mean, overlong shaping\nYu 2025, arXiv:2503.14476 · nb 04"),
+    (
+        "DAPO (improved GRPO)",
+        "dynamic sampling, clip-higher,\ntoken-mean, overlong shaping\nYu 2025, arXiv:2503.14476 · nb 04",
+    ),
 )
-TREE_VARIANTS = ("the advantage, the aggregation or the ratio (nb 08)",
-                 "Dr. GRPO: no std, sum / (B·L_max) · arXiv:2503.20783\n"
-                 "GSPO: one ratio per answer, clipped · arXiv:2507.18071\n"
-                 "dual-clip: for A < 0 the loss is at most -A·c · arXiv:1912.09729")
-TREE_LOSSES = ("the clip replaced (loss_mode; nb 09, 10)",
-               "Clip-Cov / KL-Cov: act on high-covariance tokens · arXiv:2505.22617\n"
-               "CISPO: the clipped ratio as a weight, every token keeps\nits gradient · MiniMax-M1, arXiv:2506.13585\n"
-               "SAPO: a smooth gate sigmoid(tau (r - 1)) · arXiv:2511.20347")
-TREE_RLOO = ("the baseline or the reward", "RLOO: leave-one-out baseline\nAhmadian 2024, arXiv:2402.14740 · nb 08\n"
-             "expert iteration (ei): the right answers\nonly, no baseline, no negatives\nSTaR arXiv:2203.14465 · RAFT arXiv:2304.06767")
-TREE_SAMPLES = ("for any algorithm: the sampler is not the trainer (nb 10)",
-                "the engine samples in bf16 / with top-p / with stale weights, the trainer scores in fp32: weigh each token by "
-                "r = pi_trainer / pi_sampler\ntruncated (TIS, Yao et al. 2025: min(r, C)) or masked (MIS: drop tokens or answers "
-                "with r > C) · TRL vllm_importance_sampling_*, verl rollout_correction")
+TREE_VARIANTS = (
+    "the advantage, the aggregation or the ratio (nb 08)",
+    "Dr. GRPO: no std, sum / (B·L_max) · arXiv:2503.20783\n"
+    "GSPO: one ratio per answer, clipped · arXiv:2507.18071\n"
+    "dual-clip: for A < 0 the loss is at most -A·c · arXiv:1912.09729",
+)
+TREE_LOSSES = (
+    "the clip replaced (loss_mode; nb 09, 10)",
+    "Clip-Cov / KL-Cov: act on high-covariance tokens · arXiv:2505.22617\n"
+    "CISPO: the clipped ratio as a weight, every token keeps\nits gradient · MiniMax-M1, arXiv:2506.13585\n"
+    "SAPO: a smooth gate sigmoid(tau (r - 1)) · arXiv:2511.20347",
+)
+TREE_RLOO = (
+    "the baseline or the reward",
+    "RLOO: leave-one-out baseline\nAhmadian 2024, arXiv:2402.14740 · nb 08\n"
+    "expert iteration (ei): the right answers\nonly, no baseline, no negatives\nSTaR arXiv:2203.14465 · RAFT arXiv:2304.06767",
+)
+TREE_SAMPLES = (
+    "for any algorithm: the sampler is not the trainer (nb 10)",
+    "the engine samples in bf16 / with top-p / with stale weights, the trainer scores in fp32: weigh each token by "
+    "r = pi_trainer / pi_sampler\ntruncated (TIS, Yao et al. 2025: min(r, C)) or masked (MIS: drop tokens or answers "
+    "with r > C) · TRL vllm_importance_sampling_*, verl rollout_correction",
+)
 
 
 def family_tree(ax=None):
@@ -181,7 +353,15 @@ def family_tree(ax=None):
     Returns the Figure (``ax``'s figure when given; draw on a ~12 x 6 inch axis).
     """
     fig, ax = _canvas(ax, (12, 6), (0, 12), (0, 6))
-    ax.text(6, 5.82, "The algorithms, each a small diff of the last, and where the later ideas sit", ha="center", va="center", fontsize=13, fontweight="bold")
+    ax.text(
+        6,
+        5.82,
+        "The algorithms, each a small diff of the last, and where the later ideas sit",
+        ha="center",
+        va="center",
+        fontsize=13,
+        fontweight="bold",
+    )
     xs, w, h, top = (1.5, 4.5, 7.5, 10.5), 2.75, 1.12, 4.85
     for x, (title, body) in zip(xs, TREE_MAIN):
         _box(ax, x, top, w, h, title, body, "trained", size=7.5)
@@ -196,10 +376,32 @@ def family_tree(ax=None):
     _arrow(ax, (xs[2] - 0.35, top - h / 2), (5.9, mid + 1.45 / 2))
     _arrow(ax, (xs[2] + 0.35, top - h / 2), (9.0, mid + 1.45 / 2))
     _box(ax, 6, 1.25, 11.4, 0.85, *TREE_SAMPLES, "note", size=7.2)
-    ax.legend(handles=[Rectangle((0, 0), 1, 1, fc=FILL["trained"], ec=BLUE, lw=1.5, label="the four algorithms (rlalgos/algorithms/)"),
-                       Rectangle((0, 0), 1, 1, fc=FILL["function"], ec=GREEN, lw=1.5, label="a preset or a small diff of one of them"),
-                       Rectangle((0, 0), 1, 1, fc="white", ec=SKY, lw=1.0, ls="--", label="options of an algorithm (presets, loss_mode, rollout_*)")],
-              loc="lower center", bbox_to_anchor=(0.5, 0.02), fontsize=7.5, frameon=False, ncol=3, handlelength=1.2)
+    ax.legend(
+        handles=[
+            Rectangle(
+                (0, 0), 1, 1, fc=FILL["trained"], ec=BLUE, lw=1.5, label="the four algorithms (rlalgos/algorithms/)"
+            ),
+            Rectangle(
+                (0, 0), 1, 1, fc=FILL["function"], ec=GREEN, lw=1.5, label="a preset or a small diff of one of them"
+            ),
+            Rectangle(
+                (0, 0),
+                1,
+                1,
+                fc="white",
+                ec=SKY,
+                lw=1.0,
+                ls="--",
+                label="options of an algorithm (presets, loss_mode, rollout_*)",
+            ),
+        ],
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.02),
+        fontsize=7.5,
+        frameon=False,
+        ncol=3,
+        handlelength=1.2,
+    )
     return fig
 
 
@@ -220,9 +422,23 @@ def _pipeline(ax, title: str, steps: Sequence[tuple[str, str]], models: dict[int
             _arrow(ax, (sx, STEP_Y[i - 1] - h / 2), (sx, STEP_Y[i] + h / 2))
     for i, (name, role, kind) in models.items():
         _box(ax, mx, STEP_Y[i], mw, h, name, role, kind, size=7)
-        _arrow(ax, (mx + mw / 2, STEP_Y[i]), (sx - sw / 2, STEP_Y[i]), colour="#AAAAAA" if kind == "absent" else EDGE[kind], dashed=kind == "absent")
-    ax.text(2.9, 0.12, footer, ha="center", va="bottom", fontsize=8, linespacing=1.2,
-            bbox=dict(boxstyle="round,pad=0.3", fc="#F5F5F5", ec="#BBBBBB", lw=0.8))
+        _arrow(
+            ax,
+            (mx + mw / 2, STEP_Y[i]),
+            (sx - sw / 2, STEP_Y[i]),
+            colour="#AAAAAA" if kind == "absent" else EDGE[kind],
+            dashed=kind == "absent",
+        )
+    ax.text(
+        2.9,
+        0.12,
+        footer,
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        linespacing=1.2,
+        bbox=dict(boxstyle="round,pad=0.3", fc="#F5F5F5", ec="#BBBBBB", lw=0.8),
+    )
 
 
 def dataflow(ax=None):
@@ -237,39 +453,68 @@ def dataflow(ax=None):
         axes, fig = ax, ax[0].figure
     for a in axes:
         _canvas(a, None, (0, 5.8), (-0.1, 6.35))
-    _pipeline(axes[0], "PPO: a learned critic, per-token advantages", [
-        ("prompts", "a batch of P"),
-        ("sample", "1 answer per prompt (or G)"),
-        ("score", "s per answer"),
-        ("log-probs", r"log $\pi_{old}$ and log $\pi_{ref}$ at every token"),
-        ("per-token reward", r"$r_t = -\beta\,\mathrm{KL}_t$  (+ s at the last token)"),
-        ("values", r"$V(s_t)$ at every token"),
-        ("GAE(γ, λ)", r"an advantage $A_t$ per token (whitened)"),
-        (r"loss → update $\pi_\theta$ and $V_\phi$", r"clipped surrogate($A_t$) + value loss"),
-    ], {
-        1: (r"policy $\pi_\theta$", "trained; samples, log-probs", "trained"),
-        2: ("reward fn", "scores each answer", "function"),
-        3: (r"reference $\pi_{ref}$", "frozen copy, for the KL", "frozen"),
-        5: (r"critic $V_\phi$", "trained; a trunk copy\nwith a scalar head", "trained"),
-    }, "forward passes per step: policy, reference, critic (3 models)\ntrained: policy and critic (two models' optimiser states)")
-    _pipeline(axes[1], "GRPO: the group replaces the critic", [
-        ("prompts", "a batch of P"),
-        ("sample", "G answers per prompt"),
-        ("score", r"$r_i$ per answer"),
-        ("group statistics", "mean and std of the G scores"),
-        ("advantage", r"$A_i = (r_i - \mathrm{mean}) / \mathrm{std}$, shared by all its tokens"),
-        ("log-probs", r"log $\pi_{old}$ and log $\pi_{ref}$ at every token"),
-        (r"loss → update $\pi_\theta$", r"clipped surrogate($A_i$) + $\beta$ · k3 KL($\pi_\theta \,\|\, \pi_{ref}$)"),
-    ], {
-        1: (r"policy $\pi_\theta$", "trained; samples, log-probs", "trained"),
-        2: ("reward fn", "scores each answer", "function"),
-        3: ("no critic", "replaced by the group", "absent"),
-        5: (r"reference $\pi_{ref}$", "frozen; its KL is in the loss", "frozen"),
-    }, "forward passes per step: policy, reference (2 models; no critic)\ntrained: the policy only (β = 0, as in DAPO, drops the reference too)")
-    fig.legend(handles=[Rectangle((0, 0), 1, 1, fc=FILL[k], ec=EDGE[k], lw=1.5, ls="--" if k == "absent" else "-", label=lab)
-                        for k, lab in (("trained", "trained model"), ("frozen", "frozen model"), ("function", "reward function (no weights)"),
-                                       ("absent", "absent"), ("data", "data / computation"))],
-               loc="lower center", ncol=5, fontsize=8.5, frameon=False, bbox_to_anchor=(0.5, 0.0), handlelength=1.4)
+    _pipeline(
+        axes[0],
+        "PPO: a learned critic, per-token advantages",
+        [
+            ("prompts", "a batch of P"),
+            ("sample", "1 answer per prompt (or G)"),
+            ("score", "s per answer"),
+            ("log-probs", r"log $\pi_{old}$ and log $\pi_{ref}$ at every token"),
+            ("per-token reward", r"$r_t = -\beta\,\mathrm{KL}_t$  (+ s at the last token)"),
+            ("values", r"$V(s_t)$ at every token"),
+            ("GAE(γ, λ)", r"an advantage $A_t$ per token (whitened)"),
+            (r"loss → update $\pi_\theta$ and $V_\phi$", r"clipped surrogate($A_t$) + value loss"),
+        ],
+        {
+            1: (r"policy $\pi_\theta$", "trained; samples, log-probs", "trained"),
+            2: ("reward fn", "scores each answer", "function"),
+            3: (r"reference $\pi_{ref}$", "frozen copy, for the KL", "frozen"),
+            5: (r"critic $V_\phi$", "trained; a trunk copy\nwith a scalar head", "trained"),
+        },
+        "forward passes per step: policy, reference, critic (3 models)\ntrained: policy and critic (two models' optimiser states)",
+    )
+    _pipeline(
+        axes[1],
+        "GRPO: the group replaces the critic",
+        [
+            ("prompts", "a batch of P"),
+            ("sample", "G answers per prompt"),
+            ("score", r"$r_i$ per answer"),
+            ("group statistics", "mean and std of the G scores"),
+            ("advantage", r"$A_i = (r_i - \mathrm{mean}) / \mathrm{std}$, shared by all its tokens"),
+            ("log-probs", r"log $\pi_{old}$ and log $\pi_{ref}$ at every token"),
+            (
+                r"loss → update $\pi_\theta$",
+                r"clipped surrogate($A_i$) + $\beta$ · k3 KL($\pi_\theta \,\|\, \pi_{ref}$)",
+            ),
+        ],
+        {
+            1: (r"policy $\pi_\theta$", "trained; samples, log-probs", "trained"),
+            2: ("reward fn", "scores each answer", "function"),
+            3: ("no critic", "replaced by the group", "absent"),
+            5: (r"reference $\pi_{ref}$", "frozen; its KL is in the loss", "frozen"),
+        },
+        "forward passes per step: policy, reference (2 models; no critic)\ntrained: the policy only (β = 0, as in DAPO, drops the reference too)",
+    )
+    fig.legend(
+        handles=[
+            Rectangle((0, 0), 1, 1, fc=FILL[k], ec=EDGE[k], lw=1.5, ls="--" if k == "absent" else "-", label=lab)
+            for k, lab in (
+                ("trained", "trained model"),
+                ("frozen", "frozen model"),
+                ("function", "reward function (no weights)"),
+                ("absent", "absent"),
+                ("data", "data / computation"),
+            )
+        ],
+        loc="lower center",
+        ncol=5,
+        fontsize=8.5,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+        handlelength=1.4,
+    )
     return fig
 
 
@@ -302,8 +547,16 @@ def _display_token(tok: str) -> str:
     return {" ": "␣", "\n": "⏎", "\t": "⇥"}.get(tok, tok)
 
 
-def token_view(tokens: Sequence[Sequence[str]], advantages, mask, rewards=None, rows: Sequence[int] | None = None,
-               modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"), max_tokens: int | None = None, title: str | None = None):
+def token_view(
+    tokens: Sequence[Sequence[str]],
+    advantages,
+    mask,
+    rewards=None,
+    rows: Sequence[int] | None = None,
+    modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"),
+    max_tokens: int | None = None,
+    title: str | None = None,
+):
     """One batch drawn token by token, each token coloured by its loss weight under each aggregation.
 
     tokens: B lists of token strings, row i covering at least its masked positions (padding may be omitted);
@@ -338,35 +591,77 @@ def token_view(tokens: Sequence[Sequence[str]], advantages, mask, rewards=None, 
         ax.set_xlim(0, (grid_w + label_w) / cell)
         ax.set_ylim(len(rows), -head / row_h)
         ax.set_axis_off()
-        ax.text(0, -head / row_h / 2, MODE_TITLES.get(mode, mode), ha="left", va="center", fontsize=9.5, fontweight="bold")
+        ax.text(
+            0, -head / row_h / 2, MODE_TITLES.get(mode, mode), ha="left", va="center", fontsize=9.5, fontweight="bold"
+        )
         for r, i in enumerate(rows):
             pos = np.flatnonzero(mask[i])
             for c, t in enumerate(pos[:width]):
                 ax.add_patch(Rectangle((c + 0.04, r + 0.08), 0.92, 0.84, fc=cmap(norm(w[i, t])), ec="#BBBBBB", lw=0.4))
                 tok = _display_token(tokens[i][t])
-                ax.text(c + 0.5, r + 0.52, tok, ha="center", va="center", fontsize=7.5 if len(tok) < 2 else 6 if len(tok) < 4 else 4.5,
-                        color="white" if abs(w[i, t]) > 0.6 * vmax else "black", family="monospace")
+                ax.text(
+                    c + 0.5,
+                    r + 0.52,
+                    tok,
+                    ha="center",
+                    va="center",
+                    fontsize=7.5 if len(tok) < 2 else 6 if len(tok) < 4 else 4.5,
+                    color="white" if abs(w[i, t]) > 0.6 * vmax else "black",
+                    family="monospace",
+                )
             if len(pos) > width:
                 ax.text(width + 0.1, r + 0.5, "…", ha="left", va="center", fontsize=9)
             reward = f"r = {float(rewards[i]):g}, " if rewards is not None else ""
-            ax.text(grid_w / cell, r + 0.5, f"{reward}{lengths[i]} tokens\nΣw = {w[i].sum():+.3f}", ha="left", va="center", fontsize=7, linespacing=1.1)
+            ax.text(
+                grid_w / cell,
+                r + 0.5,
+                f"{reward}{lengths[i]} tokens\nΣw = {w[i].sum():+.3f}",
+                ha="left",
+                va="center",
+                fontsize=7,
+                linespacing=1.1,
+            )
         cax = fig.add_axes([(0.1 + grid_w + label_w + 0.05) / fig_w, y / fig_h, 0.12 / fig_w, panel_h / fig_h])
         cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
         cb.set_ticks([-vmax, 0, vmax])
         cb.ax.tick_params(labelsize=6.5)
         cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.3f}" if v else "0")
         y -= gap
-    fig.text(0.1 / fig_w, 0.2 / fig_h, "colour: each token's weight w = −∂loss/∂log p (blue: pushed up, red: pushed down; scale per panel);"
-             " Σw: the answer's total push", ha="left", va="center", fontsize=7.5, color="#333333")
+    fig.text(
+        0.1 / fig_w,
+        0.2 / fig_h,
+        "colour: each token's weight w = −∂loss/∂log p (blue: pushed up, red: pushed down; scale per panel);"
+        " Σw: the answer's total push",
+        ha="left",
+        va="center",
+        fontsize=7.5,
+        color="#333333",
+    )
     return fig
 
 
-def token_view_from_rollout(ro, tokenizer, rows: Sequence[int] | None = None, modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"),
-                            adv_scale: str = "std", max_tokens: int | None = 60, title: str | None = None):
+def token_view_from_rollout(
+    ro,
+    tokenizer,
+    rows: Sequence[int] | None = None,
+    modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"),
+    adv_scale: str = "std",
+    max_tokens: int | None = 60,
+    title: str | None = None,
+):
     """:func:`token_view` of a :class:`rlalgos.record.Rollout`: advantages from
     :func:`rlalgos.core.group_advantages` on its rewards, weights over the whole batch,
     drawn for ``rows`` (default: the first group)."""
     adv = core.group_advantages(ro.rewards, ro.group_size, adv_scale)  # (N,)
     tokens = [tokenizer.convert_ids_to_tokens(ids) for ids in ro.completion_ids.tolist()]
     rows = list(range(ro.group_size)) if rows is None else rows
-    return token_view(tokens, adv.cpu().numpy(), ro.completion_mask.cpu().numpy(), ro.rewards.cpu().numpy(), rows, modes, max_tokens, title)
+    return token_view(
+        tokens,
+        adv.cpu().numpy(),
+        ro.completion_mask.cpu().numpy(),
+        ro.rewards.cpu().numpy(),
+        rows,
+        modes,
+        max_tokens,
+        title,
+    )

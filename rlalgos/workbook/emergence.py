@@ -41,14 +41,15 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from ..config import EMERGENCE_KINDS as KINDS, EmergenceConfig
 from ..engine.forward import forward_logprobs
 from ..engine.runs import check_model_dir
 from ..engine.sampler import SamplingConfig
@@ -57,53 +58,14 @@ from ..rollout import rollout
 from ..tasks import RewardSet, addition_task, correctness_reward
 from .sft import encode_batch
 
-EMERGENCE_DIR = Path("data") / "emergence"  # under the working directory (the repository root for the notebooks and the commands)
-KINDS = ("rare", "incompetent", "absent", "primed", "primed_wrong")
-
-
-@dataclass
-class EmergenceConfig:
-    """A base model for the emergence experiments: the shipped model with the scratchpad made rare, incompetent or absent, or primed."""
-
-    kind: Literal["rare", "incompetent", "absent", "primed", "primed_wrong"] = "rare"
-    """What to make: ``rare`` (share ``share``, competence kept), ``incompetent`` (share ``share``, every sum trained wrong), ``absent`` (share below ``absent_share``), ``primed``/``primed_wrong`` (the incompetent model after ``prime_steps`` on right or half-wrong traces)."""
-    share: float = 0.03
-    """Target scratchpad share for ``rare`` and ``incompetent`` (the primed models start from the incompetent one at this share)."""
-    lr: float = 3e-5
-    """AdamW learning rate of the choice shift (constant, no weight decay)."""
-    corrupt_steps: int = 150
-    """``incompetent``: steps on wrong-sum traces (at lr 1e-4) before the choice shift."""
-    prime_steps: int = 40
-    """``primed``: steps of supervised fine-tuning on the priming traces (batches of 32, lr 1e-4)."""
-    prime_traces: int = 256
-    """``primed``: how many distinct training prompts the priming traces cover."""
-    absent_share: float = 1e-4
-    """``absent``: the share to shift below (40 steps of 16 x 8 answers then expect under one scratchpad answer)."""
-    max_steps: int = 1000
-    """Give up on the choice shift after this many steps (an error says how far it got)."""
-    seed: int = 0
-    """Seeds the prompts, the corruptions and the priming traces."""
-    out_dir: str = ""
-    """Where to ``save_pretrained``; empty = ``data/emergence/<kind>`` (with the share for ``rare``/``incompetent``)."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    progress: bool = True
-    """Show a progress bar."""
-
-    def folder(self) -> Path:
-        if self.out_dir:
-            return Path(self.out_dir)
-        name = f"{self.kind}_{self.share:g}" if self.kind in ("rare", "incompetent") else self.kind
-        if self.kind in ("primed", "primed_wrong") and self.share != EmergenceConfig.share:
-            name += f"_{self.share:g}"
-        return EMERGENCE_DIR / name
-
 
 def check_config(cfg: EmergenceConfig) -> None:
     if cfg.kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {cfg.kind!r}")
     if not 0 < cfg.share < 0.7:
-        raise ValueError(f"share must be in (0, 0.7): the shipped model's scratchpad share is ~0.70 and the shift only lowers it (got {cfg.share})")
+        raise ValueError(
+            f"share must be in (0, 0.7): the shipped model's scratchpad share is ~0.70 and the shift only lowers it (got {cfg.share})"
+        )
     if not cfg.lr > 0 or cfg.max_steps < 1 or cfg.corrupt_steps < 0 or cfg.prime_steps < 0 or cfg.prime_traces < 1:
         raise ValueError("needs lr > 0, max_steps >= 1, corrupt_steps >= 0, prime_steps >= 0 and prime_traces >= 1")
 
@@ -134,7 +96,9 @@ def first_token_logprob(model, tokenizer, prompts: Sequence[str], token: str) ->
 def continuation_loss(model, tokenizer, prompts: Sequence[str], targets: Sequence[str]) -> torch.Tensor:
     """Mean NLL of each target's tokens after its first (the scratchpad's working, not its choice)."""
     p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), list(targets), model.device)
-    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (B, T); the mask is also the attention mask
+    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)[
+        "logprobs"
+    ]  # (B, T); the mask is also the attention mask
     after = t_mask.clone()
     after[:, 0] = 0  # the loss skips the first token; attention still sees it
     return -(logp * after).sum() / after.sum()
@@ -178,10 +142,14 @@ def _shift_choice(model, tokenizer, train, probe, target_share, cfg, rng, contin
     steps = 0
     while share > target_share:
         if steps == cfg.max_steps:
-            raise RuntimeError(f"the scratchpad share is still {share:.4f} after max_steps={cfg.max_steps}; raise max_steps or lr")
+            raise RuntimeError(
+                f"the scratchpad share is still {share:.4f} after max_steps={cfg.max_steps}; raise max_steps or lr"
+            )
         rows = [rng.choice(train) for _ in range(64)]
         prompts = [r["prompt"] for r in rows]
-        log_share = torch.log(-torch.expm1(first_token_logprob(model, tokenizer, prompts, "#")))  # (64,) log P(first token is not #)
+        log_share = torch.log(
+            -torch.expm1(first_token_logprob(model, tokenizer, prompts, "#"))
+        )  # (64,) log P(first token is not #)
         loss = log_share.mean() + continuation_loss(model, tokenizer, prompts, [continuation(r) for r in rows])
         _step(model, opt, loss)
         steps += 1
@@ -199,7 +167,9 @@ def build(cfg: EmergenceConfig):
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     task = addition_task()
-    probe = [r["prompt"] for r in random.Random(cfg.seed + 1).sample(task.train, 256)]  # train prompts: the stopping rule never sees the test split
+    probe = [
+        r["prompt"] for r in random.Random(cfg.seed + 1).sample(task.train, 256)
+    ]  # train prompts: the stopping rule never sees the test split
     if cfg.kind in ("primed", "primed_wrong"):
         from dataclasses import replace
 
@@ -208,7 +178,10 @@ def build(cfg: EmergenceConfig):
         model.train()
         log: dict = {"start_share": scratchpad_share(model, tokenizer, probe), "start_model": str(start)}
         rows = rng.sample(task.train, cfg.prime_traces)
-        traces = [(r["prompt"], wrong_trace(r, rng) if cfg.kind == "primed_wrong" and i % 2 else r["target"]) for i, r in enumerate(rows)]
+        traces = [
+            (r["prompt"], wrong_trace(r, rng) if cfg.kind == "primed_wrong" and i % 2 else r["target"])
+            for i, r in enumerate(rows)
+        ]
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
         for _ in tqdm(range(cfg.prime_steps), desc="priming", disable=not cfg.progress):
             b = [rng.choice(traces) for _ in range(32)]
@@ -223,12 +196,20 @@ def build(cfg: EmergenceConfig):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
         for _ in tqdm(range(cfg.corrupt_steps), desc="wrong sums", disable=not cfg.progress):
             rows = [rng.choice(task.train) for _ in range(64)]
-            _step(model, opt, continuation_loss(model, tokenizer, [r["prompt"] for r in rows], [wrong_trace(r, rng) for r in rows]))
+            _step(
+                model,
+                opt,
+                continuation_loss(model, tokenizer, [r["prompt"] for r in rows], [wrong_trace(r, rng) for r in rows]),
+            )
         log["corrupt_steps"] = cfg.corrupt_steps
-        log["choice_steps"], log["shifted_share"] = _shift_choice(model, tokenizer, task.train, probe, cfg.share, cfg, rng, lambda r: wrong_trace(r, rng))
+        log["choice_steps"], log["shifted_share"] = _shift_choice(
+            model, tokenizer, task.train, probe, cfg.share, cfg, rng, lambda r: wrong_trace(r, rng)
+        )
     else:
         target = cfg.absent_share if cfg.kind == "absent" else cfg.share
-        log["choice_steps"], log["shifted_share"] = _shift_choice(model, tokenizer, task.train, probe, target, cfg, rng, lambda r: r["target"])
+        log["choice_steps"], log["shifted_share"] = _shift_choice(
+            model, tokenizer, task.train, probe, target, cfg, rng, lambda r: r["target"]
+        )
     model.eval()
     return model, tokenizer, log
 
@@ -253,8 +234,13 @@ def make_model(cfg: EmergenceConfig | None = None, profile_prompts: int = 200, p
     tokenizer.save_pretrained(out)
     task = addition_task()
     prof = strategy_profile(model, tokenizer, task.test[:profile_prompts], n=profile_samples)
-    report = {"kind": cfg.kind, **{k: round(v, 5) if isinstance(v, float) else v for k, v in {**log, **prof}.items()}, "build_seconds": round(seconds, 1),
-              "sha256": folder_sha256(out), "config": {**asdict(cfg), "out_dir": str(out)}}
+    report = {
+        "kind": cfg.kind,
+        **{k: round(v, 5) if isinstance(v, float) else v for k, v in {**log, **prof}.items()},
+        "build_seconds": round(seconds, 1),
+        "sha256": folder_sha256(out),
+        "config": {**asdict(cfg), "out_dir": str(out)},
+    }
     (out / "emergence_report.json").write_text(json.dumps(report, indent=2))
     return report
 
@@ -266,12 +252,17 @@ def ensure_model(cfg: EmergenceConfig) -> tuple[Path, dict]:
     rep = out / "emergence_report.json"
     if rep.exists():
         report = json.loads(rep.read_text())
-        same = {k: v for k, v in report["config"].items() if k not in ("overwrite", "progress", "out_dir")} == {k: v for k, v in asdict(cfg).items() if k not in ("overwrite", "progress", "out_dir")}
+        same = {k: v for k, v in report["config"].items() if k not in ("overwrite", "progress", "out_dir")} == {
+            k: v for k, v in asdict(cfg).items() if k not in ("overwrite", "progress", "out_dir")
+        }
         if same:
             return out, report
     from dataclasses import replace
 
-    return out, make_model(replace(cfg, overwrite=True), **({"profile_prompts": 8, "profile_samples": 2} if cfg.out_dir.startswith("runs/emergence_fast") else {}))
+    return out, make_model(
+        replace(cfg, overwrite=True),
+        **({"profile_prompts": 8, "profile_samples": 2} if cfg.out_dir.startswith("runs/emergence_fast") else {}),
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -304,7 +295,13 @@ def strategy_profile(model, tokenizer, rows: Sequence[dict], n: int = 8, seed: i
     p = scratchpad_share(model, tokenizer, [r["prompt"] for r in rows])
     q = forced_accuracy(model, tokenizer, rows, "scratchpad", n, seed)
     d = forced_accuracy(model, tokenizer, rows, "#", n, seed)
-    return {"share": p, "competence": q, "direct_accuracy": d, "predicted_accuracy": p * q + (1 - p) * d, "profile_answers": len(rows) * n}
+    return {
+        "share": p,
+        "competence": q,
+        "direct_accuracy": d,
+        "predicted_accuracy": p * q + (1 - p) * d,
+        "profile_answers": len(rows) * n,
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -323,7 +320,9 @@ def batch_chance(p: float, q: float, G: int, prompts: int) -> float:
     return 1.0 - (1.0 - signal_chance(p, q, G)) ** prompts
 
 
-def predicted_takeover(p0: float, q: float, G: int, rate: float, prompts: int | None = None, half: float = 0.5, max_steps: int = 200) -> float:
+def predicted_takeover(
+    p0: float, q: float, G: int, rate: float, prompts: int | None = None, half: float = 0.5, max_steps: int = 200
+) -> float:
     """Steps until the share passes ``half`` if each step raises the share's logit by ``rate``
     times a chance, one of two laws fixed before the grid was run:
 
@@ -381,11 +380,26 @@ LIMITS = ("rare", "incompetent", "primed", "primed_wrong", "absent")
 # vanilla GRPO as notebook 09 runs it (8 optimizer steps per rollout, no KL), 40 steps; every
 # evaluation on the same 100 test prompts x 4 samples; the doctor's stop off (a takeover lowers
 # the entropy fast, which is the point here, not a collapse)
-REGIME = dict(prompts_per_step=16, group_size=8, steps=40, eval_every=5, eval_prompts=100, eval_samples=4, save_every=0, progress=False,
-              overwrite=True, stop_on_collapse=False)
+REGIME = dict(
+    prompts_per_step=16,
+    group_size=8,
+    steps=40,
+    eval_every=5,
+    eval_prompts=100,
+    eval_samples=4,
+    save_every=0,
+    progress=False,
+    overwrite=True,
+    stop_on_collapse=False,
+)
 SHARED_ALGO = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
 # the rungs at equal prompts, answers and steps: DAPO without dynamic sampling, so it draws no extra answers
-RUNGS = {"ei": ("ei", {}), "reinforce": ("reinforce", {}), "grpo": ("grpo", {}), "dapo": ("dapo", {"dynamic_sampling": "off"})}
+RUNGS = {
+    "ei": ("ei", {}),
+    "reinforce": ("reinforce", {}),
+    "grpo": ("grpo", {}),
+    "dapo": ("dapo", {"dynamic_sampling": "off"}),
+}
 
 
 def fast_mode() -> bool:
@@ -401,15 +415,31 @@ def model_cfg(kind: str, share: float | None = None, fast: bool | None = None) -
         share = CURVE_SHARE if kind == "rare" else LIMIT_SHARE
     if fast if fast is not None else fast_mode():
         name = EmergenceConfig(kind=kind, share=share).folder().name
-        return EmergenceConfig(kind=kind, share=0.6, absent_share=0.6, corrupt_steps=2, prime_steps=2, progress=False, out_dir=f"runs/emergence_fast/models/{name}")
+        return EmergenceConfig(
+            kind=kind,
+            share=0.6,
+            absent_share=0.6,
+            corrupt_steps=2,
+            prime_steps=2,
+            progress=False,
+            out_dir=f"runs/emergence_fast/models/{name}",
+        )
     return EmergenceConfig(kind=kind, share=share, progress=False)
 
 
-def run_cfg(name: str, model_dir, algo: str = "grpo", seed: int = 0, out: Path = OUT, algo_over: dict | None = None, **over):
+def run_cfg(
+    name: str, model_dir, algo: str = "grpo", seed: int = 0, out: Path = OUT, algo_over: dict | None = None, **over
+):
     """(TrainConfig, algorithm config) of one run: the regime with ``over`` changed, ``algo`` with the shared settings."""
     from ..config import TrainConfig, make_config
 
-    cfg = TrainConfig(algo=algo, seed=seed, model=str(model_dir) if model_dir else "", out_dir=str(Path(out) / f"{name}_s{seed}"), **{**REGIME, **over})
+    cfg = TrainConfig(
+        algo=algo,
+        seed=seed,
+        model=str(model_dir) if model_dir else "",
+        out_dir=str(Path(out) / f"{name}_s{seed}"),
+        **{**REGIME, **over},
+    )
     return cfg, make_config(algo, **{**SHARED_ALGO, **(algo_over or {})})
 
 
@@ -426,13 +456,20 @@ def grid_name(share: float, G: int) -> str:
 
 def curve_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
     """The R1-Zero curve: vanilla GRPO from the rare model (share 0.03), evaluated every 2 steps."""
-    return [run_cfg(grid_name(CURVE_SHARE, 8), model_dir("rare", CURVE_SHARE), "grpo", s, out, **{"eval_every": 2, **over}) for s in seeds]
+    return [
+        run_cfg(grid_name(CURVE_SHARE, 8), model_dir("rare", CURVE_SHARE), "grpo", s, out, **{"eval_every": 2, **over})
+        for s in seeds
+    ]
 
 
 def grid_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
     """How rare can it be: every share at G = 8 and G = 4, 16 at the share in G_SHARES (the curve's runs are the 0.03, G = 8 point)."""
     points = [(p, 8) for p in SHARES if p != CURVE_SHARE] + [(p, G) for p in G_SHARES for G in GROUP_SIZES if G != 8]
-    return [run_cfg(grid_name(p, G), model_dir("rare", p), "grpo", s, out, group_size=G, **over) for p, G in points for s in seeds]
+    return [
+        run_cfg(grid_name(p, G), model_dir("rare", p), "grpo", s, out, group_size=G, **over)
+        for p, G in points
+        for s in seeds
+    ]
 
 
 def limit_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
@@ -458,9 +495,18 @@ def rung_runs(base: str, seeds=SEEDS, out: Path = OUT, rungs=tuple(RUNGS), **ove
 # --------------------------------------------------------------------------- #
 
 
-def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int = 0, teacher_dir=None, lr: float = SHARED_ALGO["lr"],
-            minibatches: int = SHARED_ALGO["minibatches"], eval_every: int = REGIME["eval_every"], eval_prompts: int = REGIME["eval_prompts"],
-            eval_samples: int = REGIME["eval_samples"]):
+def distill(
+    student_dir,
+    kept_per_step: Sequence[int],
+    out_csv: Path,
+    seed: int = 0,
+    teacher_dir=None,
+    lr: float = SHARED_ALGO["lr"],
+    minibatches: int = SHARED_ALGO["minibatches"],
+    eval_every: int = REGIME["eval_every"],
+    eval_prompts: int = REGIME["eval_prompts"],
+    eval_samples: int = REGIME["eval_samples"],
+):
     """Supervised fine-tuning of ``student_dir`` on the teacher's (the shipped model's) right
     scratchpad answers, as many per step as ``kept_per_step`` says (an expert-iteration
     run's kept answers, so both train on the same number of answers per step), each
@@ -484,7 +530,16 @@ def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int 
         student.eval()
         e = evaluate(student, tok, task, eval_rows, eval_samples, seed=seed + 10_000)
         student.train()
-        return {k: e[k] for k in ("eval_accuracy", "eval_greedy_accuracy", "eval_entropy", "eval_completion_len", "eval_scratchpad_frac")}
+        return {
+            k: e[k]
+            for k in (
+                "eval_accuracy",
+                "eval_greedy_accuracy",
+                "eval_entropy",
+                "eval_completion_len",
+                "eval_scratchpad_frac",
+            )
+        }
 
     rows = [{"step": 0, "trained_answers": 0, "trained_tokens": 0, **ev(0)}]
     student.train()
@@ -494,8 +549,22 @@ def distill(student_dir, kept_per_step: Sequence[int], out_csv: Path, seed: int 
         while len(pool) < n:  # the teacher's right scratchpad answers on fresh training prompts
             batch_rows = [rng.choice(task.train) for _ in range(REGIME["prompts_per_step"])]
             with torch.no_grad():
-                ro = rollout(teacher, tok, batch_rows, REGIME["group_size"], task.rewards, SamplingConfig(max_new_tokens=task.max_new_tokens), old_logprobs=False)
-            pool += [(p, c) for p, c, ok, sp in zip(ro.prompts, ro.completions, ro.correct.tolist(), uses_scratchpad(ro.completions)) if ok and sp]
+                ro = rollout(
+                    teacher,
+                    tok,
+                    batch_rows,
+                    REGIME["group_size"],
+                    task.rewards,
+                    SamplingConfig(max_new_tokens=task.max_new_tokens),
+                    old_logprobs=False,
+                )
+            pool += [
+                (p, c)
+                for p, c, ok, sp in zip(
+                    ro.prompts, ro.completions, ro.correct.tolist(), uses_scratchpad(ro.completions)
+                )
+                if ok and sp
+            ]
         pool = pool[:n]
         for mb in range(minibatches):
             part = pool[mb::minibatches]
@@ -524,8 +593,16 @@ def profile_table(models: dict) -> pd.DataFrame:
     lines = []
     for name, report in models.items():
         p, q, d = report["share"], report["competence"], report["direct_accuracy"]
-        lines.append({"model": name, "share p": p, "competence q": q, "direct d": d, "p q + (1-p) d": p * q + (1 - p) * d,
-                      "1-(1-pq)^8": signal_chance(p, q, 8)})
+        lines.append(
+            {
+                "model": name,
+                "share p": p,
+                "competence q": q,
+                "direct d": d,
+                "p q + (1-p) d": p * q + (1 - p) * d,
+                "1-(1-pq)^8": signal_chance(p, q, 8),
+            }
+        )
     return pd.DataFrame(lines).set_index("model")
 
 
@@ -583,8 +660,16 @@ def claim_fields(*labels: str) -> dict:
         folders[label] = folder
         if model:
             prepare.append(model)
-    return dict(notebook="12_where_reasoning_comes_from.ipynb", task="addition", run_dir=str(OUT / "{arm}_s{seed}"), shared=shared, arms=arms, train=train,
-                folders=folders, prepare=tuple(prepare))
+    return dict(
+        notebook="12_where_reasoning_comes_from.ipynb",
+        task="addition",
+        run_dir=str(OUT / "{arm}_s{seed}"),
+        shared=shared,
+        arms=arms,
+        train=train,
+        folders=folders,
+        prepare=tuple(prepare),
+    )
 
 
 def prepare_models(models: Sequence[tuple[str, float | None]]) -> None:

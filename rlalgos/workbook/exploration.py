@@ -53,12 +53,26 @@ from ..tasks import Task, extract_hash_answer, uses_scratchpad
 KS = (1, 4, 16, 64, 256)
 
 OUT = Path("runs/exploration")  # where the sweep writes its run folders
-SHARED = dict(task="trap", model=str(TRAP_MODEL_DIR), prompts_per_step=16, group_size=8, steps=30, eval_every=10, eval_prompts=200, eval_samples=4,
-              entropy_probe=True, progress=False, save_every=0, overwrite=True)
+SHARED = dict(
+    task="trap",
+    model=str(TRAP_MODEL_DIR),
+    prompts_per_step=16,
+    group_size=8,
+    steps=30,
+    eval_every=10,
+    eval_prompts=200,
+    eval_samples=4,
+    entropy_probe=True,
+    progress=False,
+    save_every=0,
+    overwrite=True,
+)
 VANILLA = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
 # the DAPO class with every switch off except the one under test
 DAPO_OFF = dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", overlong_penalty=False)
-BASE_EVAL_ENTROPY = 0.396  # nats/token: the trap model's eval entropy on the test prompts (step 0 of every run; notebook 09 prints it)
+BASE_EVAL_ENTROPY = (
+    0.396  # nats/token: the trap model's eval entropy on the test prompts (step 0 of every run; notebook 09 prints it)
+)
 ARMS = {
     "vanilla": ("grpo", {}),
     "clip_higher": ("grpo", {"clip_high": 0.28}),
@@ -67,7 +81,10 @@ ARMS = {
     "entropy_bonus": ("dapo", {**DAPO_OFF, "entropy_threshold": 1e9, "entropy_action": "bonus", "entropy_coef": 0.01}),
     "temperature": ("dapo", {**DAPO_OFF, "entropy_threshold": 0.3, "entropy_action": "temperature"}),
     "kl": ("grpo", {"kl_coef": 0.04}),
-    "dapo": ("dapo", {}),  # added after the first sweep was read: improved GRPO with all its defaults (clip-higher, token-mean, dynamic sampling, overlong shaping), for the pass@k curves
+    "dapo": (
+        "dapo",
+        {},
+    ),  # added after the first sweep was read: improved GRPO with all its defaults (clip-higher, token-mean, dynamic sampling, overlong shaping), for the pass@k curves
 }
 # added after dapo was read, both fixed before either ran: which of DAPO's switches carries its gain
 ABLATION_ARMS = {
@@ -84,23 +101,40 @@ def arm_config(arm: str, seed: int, out: Path = OUT, lr: float = VANILLA["lr"], 
     return cfg, make_config(algo, **{**VANILLA, "lr": lr, **changes})
 
 
-
-
 @torch.no_grad()
-def sample_many(policy, tokenizer, task: Task, rows: Sequence[dict], n: int = 256, seed: int = 0, temperature: float = 1.0, prompts_per_call: int = 4) -> pd.DataFrame:
+def sample_many(
+    policy,
+    tokenizer,
+    task: Task,
+    rows: Sequence[dict],
+    n: int = 256,
+    seed: int = 0,
+    temperature: float = 1.0,
+    prompts_per_call: int = 4,
+) -> pd.DataFrame:
     """``n`` sampled answers for each row: one line per answer with ``prompt`` (the row's
     index), the task's ``breakdown`` key if any (``level``), ``correct``, ``scratchpad``
     and ``answer`` (the number after ``#``). Sampling runs in a forked RNG seeded with
     ``seed``, ``prompts_per_call`` prompts (x n answers) at a time."""
-    sampling = SamplingConfig(max_new_tokens=task.max_new_tokens, temperature=temperature, batch_size=max(n, 1) * prompts_per_call)
+    sampling = SamplingConfig(
+        max_new_tokens=task.max_new_tokens, temperature=temperature, batch_size=max(n, 1) * prompts_per_call
+    )
     parts = []
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for start in range(0, len(rows), prompts_per_call):
             chunk = list(rows[start : start + prompts_per_call])
-            ro = rollout(policy, tokenizer, chunk, n, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key)
-            df = pd.DataFrame({"prompt": [start + i // n for i in range(len(ro))], "correct": ro.correct.tolist(),
-                               "scratchpad": uses_scratchpad(ro.completions), "answer": [extract_hash_answer(c) for c in ro.completions]})
+            ro = rollout(
+                policy, tokenizer, chunk, n, task.rewards, sampling, old_logprobs=False, correct_key=task.correct_key
+            )
+            df = pd.DataFrame(
+                {
+                    "prompt": [start + i // n for i in range(len(ro))],
+                    "correct": ro.correct.tolist(),
+                    "scratchpad": uses_scratchpad(ro.completions),
+                    "answer": [extract_hash_answer(c) for c in ro.completions],
+                }
+            )
             if task.breakdown:
                 df[task.breakdown] = [r[task.breakdown] for r in ro.rows]
             parts.append(df)
@@ -114,12 +148,15 @@ def per_prompt(samples: pd.DataFrame, ks: Sequence[int] = KS, by: str | None = N
     answers, right or wrong: how spread the policy still is)."""
     keys = ["prompt"] + ([by] if by else [])
     g = samples.groupby(keys, sort=True)
-    out = g.agg(n=("correct", "size"), c=("correct", "sum"), scratchpad=("scratchpad", "mean"),
-                distinct=("answer", "nunique")).reset_index()
+    out = g.agg(
+        n=("correct", "size"), c=("correct", "sum"), scratchpad=("scratchpad", "mean"), distinct=("answer", "nunique")
+    ).reset_index()
     right = samples[samples["correct"] > 0].groupby(keys)["answer"].nunique().rename("distinct_right")
     out = out.merge(right, on=keys, how="left").fillna({"distinct_right": 0})
     for k in ks:
-        out[f"pass@{k}"] = [core.pass_at_k(int(n), int(c), k) if k <= n else math.nan for n, c in zip(out["n"], out["c"])]
+        out[f"pass@{k}"] = [
+            core.pass_at_k(int(n), int(c), k) if k <= n else math.nan for n, c in zip(out["n"], out["c"])
+        ]
     return out
 
 
@@ -134,6 +171,7 @@ def pass_at_k_curve(prompts: pd.DataFrame, ks: Sequence[int] = KS, by: str | Non
             se = float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
             lines.append({"group": name, "k": k, "pass": float(x.mean()), "se": se, "prompts": len(x)})
     return pd.DataFrame(lines)
+
 
 IGNORED = ("out_dir", "overwrite", "progress")  # settings that do not change a run's numbers
 
@@ -155,7 +193,12 @@ def finished(cfg: TrainConfig, algo_cfg) -> bool:
         defaults = {f.name: f.default for f in fields(new)}
         return all(old.get(k, defaults[k]) == v for k, v in asdict(new).items() if k not in IGNORED)
 
-    return bool(saved) and same(saved.get("train", {}), cfg) and same(saved.get("algo", {}), algo_cfg) and int(df["step"].max()) == cfg.steps
+    return (
+        bool(saved)
+        and same(saved.get("train", {}), cfg)
+        and same(saved.get("algo", {}), algo_cfg)
+        and int(df["step"].max()) == cfg.steps
+    )
 
 
 def run_or_reuse(runs: Sequence[tuple], jobs: int = 2, progress: bool = True) -> list[str]:
@@ -197,11 +240,19 @@ def mechanism_fit(dfs: Sequence[pd.DataFrame]) -> dict:
     xc, yc = x - x.mean(), y - y.mean()
     slope = float((xc * yc).sum() / (xc * xc).sum())
     resid = yc - slope * xc
-    se = float(np.sqrt((resid ** 2).sum() / (n - 2) / (xc * xc).sum())) if n > 2 else float("nan")
+    se = float(np.sqrt((resid**2).sum() / (n - 2) / (xc * xc).sum())) if n > 2 else float("nan")
     half = t975(n - 2) * se if n > 2 else float("nan")
     moved = (x != 0) & (y != 0)
-    return {"steps": n, "corr": float(np.corrcoef(x, y)[0, 1]), "slope": slope, "slope_low": slope - half, "slope_high": slope + half,
-            "sign_as_predicted": float((np.sign(y[moved]) == -np.sign(x[moved])).mean()), "cov_mean": float(x.mean()), "change_mean": float(y.mean())}
+    return {
+        "steps": n,
+        "corr": float(np.corrcoef(x, y)[0, 1]),
+        "slope": slope,
+        "slope_low": slope - half,
+        "slope_high": slope + half,
+        "sign_as_predicted": float((np.sign(y[moved]) == -np.sign(x[moved])).mean()),
+        "cov_mean": float(x.mean()),
+        "change_mean": float(y.mean()),
+    }
 
 
 def seed_band(dfs: Sequence[pd.DataFrame], key: str) -> pd.DataFrame:
@@ -228,6 +279,7 @@ def balanced_rows(task: Task, n_prompts: int) -> list[dict]:
 
 def model_samples(model_dir, cache: Path, task: Task, rows: Sequence[dict], n: int, seed: int = 1) -> pd.DataFrame:
     """:func:`sample_many` of the model in ``model_dir`` (None: the shipped base model), cached in ``cache``."""
+
     def make():
         from ..model import load_policy
 

@@ -51,6 +51,7 @@ EXACT, FORWARD = "exact", "forward exact"
 def estimates(logp: torch.Tensor, ref_logp: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every name of :data:`ESTIMATORS` on the same sampled tokens, on-policy (TRL's old
     log-probs are the policy's own, detached). logp, ref_logp: (B, T); returns {name: (B, T)}."""
+
     def one(kind):
         if kind == "k3 x ratio":
             return core.bias_corrected_kl(logp, ref_logp, logp.detach())
@@ -77,7 +78,10 @@ def expected_gradients(logits: torch.Tensor, ref_logits: torch.Tensor) -> dict[s
     logp = torch.log_softmax(z, -1).view(1, -1)  # (1, V): every token once, as a sample
     ref_logp = torch.log_softmax(z_ref, -1).view(1, -1)
     weight = logp.detach().exp()  # (1, V) pi(y), a constant
-    out = {k: torch.autograd.grad((weight * v).sum(), z, retain_graph=True)[0] for k, v in estimates(logp, ref_logp).items()}
+    out = {
+        k: torch.autograd.grad((weight * v).sum(), z, retain_graph=True)[0]
+        for k, v in estimates(logp, ref_logp).items()
+    }
     out["reverse"] = torch.autograd.grad(core.exact_kl(z.view(1, 1, -1), z_ref.view(1, 1, -1)).sum(), z)[0]
     zf = logits.detach().double().requires_grad_(True)
     out["forward"] = torch.autograd.grad(core.exact_kl(z_ref.view(1, 1, -1), zf.view(1, 1, -1)).sum(), zf)[0]
@@ -97,7 +101,11 @@ def per_token_kl(policy, ref_model, ro: Rollout) -> dict[str, torch.Tensor]:
     logits = completion_logits(policy.eval(), *args).float()  # (N, T, V), with grad
     logp = core.token_logprobs(logits, ro.completion_ids, ro.temperature)  # (N, T)
     ref_logp = core.token_logprobs(ref_logits, ro.completion_ids, ro.temperature)  # (N, T)
-    return {EXACT: core.exact_kl(logits, ref_logits, ro.temperature), FORWARD: core.exact_kl(ref_logits, logits, ro.temperature), **estimates(logp, ref_logp)}
+    return {
+        EXACT: core.exact_kl(logits, ref_logits, ro.temperature),
+        FORWARD: core.exact_kl(ref_logits, logits, ro.temperature),
+        **estimates(logp, ref_logp),
+    }
 
 
 def _flat_grad(loss: torch.Tensor, params: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -171,25 +179,50 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
         tokens = torch.cat([m["values"][k] for m in measured]).double()  # (tokens,)
         answers = torch.cat([m["answers"][k] for m in measured]).double()  # (answers,)
         err, n = (answers - exact_answers).double(), lengths.double()  # per-answer summed error, tokens
-        bias, bias_se = core.ratio_estimate(err.sum().item(), n.sum().item(), (err * err).sum().item(), (err * n).sum().item(), (n * n).sum().item(),
-                                            len(n), math.inf)  # the answers are a sample of all the policy could write
+        bias, bias_se = core.ratio_estimate(
+            err.sum().item(),
+            n.sum().item(),
+            (err * err).sum().item(),
+            (err * n).sum().item(),
+            (n * n).sum().item(),
+            len(n),
+            math.inf,
+        )  # the answers are a sample of all the policy could write
         grads = [(m["grads"][k], m["grads"][EXACT], m["grads"][FORWARD]) for m in measured]
         cos = torch.tensor([_cos(g, e) for g, e, _ in grads], dtype=torch.float64)
-        rows.append({
-            "estimator": k, "mean": tokens.mean().item(), "exact": exact_tokens.double().mean().item(), "bias": bias, "bias_se": bias_se,
-            "sd_token": tokens.std().item() if len(tokens) > 1 else 0.0, "sd_answer": (answers / n).std().item() if len(n) > 1 else 0.0,
-            "neg_frac": (tokens < -NEG_TOL).double().mean().item(),
-            "grad_cos": cos.mean().item(), "grad_cos_sd": cos.std().item() if len(cos) > 1 else 0.0,
-            "grad_cos_pooled": _cos(sum(g for g, _, _ in grads), sum(e for _, e, _ in grads)),
-            "grad_norm": sum(g.double().norm().item() for g, _, _ in grads) / len(grads),
-            "grad_rel_norm": sum(_ratio(g, e) for g, e, _ in grads) / len(grads),
-            "grad_cos_forward": sum(_cos(g, f) for g, _, f in grads) / len(grads),
-        })
+        rows.append(
+            {
+                "estimator": k,
+                "mean": tokens.mean().item(),
+                "exact": exact_tokens.double().mean().item(),
+                "bias": bias,
+                "bias_se": bias_se,
+                "sd_token": tokens.std().item() if len(tokens) > 1 else 0.0,
+                "sd_answer": (answers / n).std().item() if len(n) > 1 else 0.0,
+                "neg_frac": (tokens < -NEG_TOL).double().mean().item(),
+                "grad_cos": cos.mean().item(),
+                "grad_cos_sd": cos.std().item() if len(cos) > 1 else 0.0,
+                "grad_cos_pooled": _cos(sum(g for g, _, _ in grads), sum(e for _, e, _ in grads)),
+                "grad_norm": sum(g.double().norm().item() for g, _, _ in grads) / len(grads),
+                "grad_rel_norm": sum(_ratio(g, e) for g, e, _ in grads) / len(grads),
+                "grad_cos_forward": sum(_cos(g, f) for g, _, f in grads) / len(grads),
+            }
+        )
     return pd.DataFrame(rows).set_index("estimator")
 
 
-def kl_estimator_table(policy, ref_model, tokenizer, task, rows: Sequence[dict], group_size: int = 8, rollouts: int = 4, max_new_tokens: int | None = None,
-                       temperature: float = 1.0, seed: int = 0) -> pd.DataFrame:
+def kl_estimator_table(
+    policy,
+    ref_model,
+    tokenizer,
+    task,
+    rows: Sequence[dict],
+    group_size: int = 8,
+    rollouts: int = 4,
+    max_new_tokens: int | None = None,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> pd.DataFrame:
     """k1, k2, k3, k1+, k3+ and TRL's bias-corrected k3 against the exact KL(policy || ref_model),
     as values and as gradients (:func:`summarize`'s table), over ``rollouts`` fresh rollouts
     of ``policy`` on the task ``rows`` (``group_size`` answers each, sampled at

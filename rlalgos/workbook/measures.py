@@ -36,7 +36,9 @@ Values = dict[str, dict[str, list[float]]]
 
 
 def _base():
-    from ..model import load_policy  # torch and transformers load here, not when the claims registry imports this module
+    from ..model import (
+        load_policy,
+    )  # torch and transformers load here, not when the claims registry imports this module
 
     policy, tokenizer = load_policy(None, device="cpu")
     return policy, tokenizer, get_task(TASK)
@@ -67,8 +69,15 @@ def signal(seeds: Sequence[int]) -> Values:
     policy, tokenizer, task = _base()
     out: Values = {SAMPLED: {"signal_frac": [], "mean_terms": []}, SIGNAL_ONLY: {"signal_frac": [], "mean_terms": []}}
     for s in seeds:
-        c = mechanisms.signal_census(policy, tokenizer, task, make_addition_split(PROBE_PROMPTS, seed=300 + s, terms=(2, 3, 4, 5, 6)), PROBE_G, seed=s,
-                                     max_new_tokens=task.max_new_tokens)
+        c = mechanisms.signal_census(
+            policy,
+            tokenizer,
+            task,
+            make_addition_split(PROBE_PROMPTS, seed=300 + s, terms=(2, 3, 4, 5, 6)),
+            PROBE_G,
+            seed=s,
+            max_new_tokens=task.max_new_tokens,
+        )
         terms = c.index.to_series().astype(float)
         out[SAMPLED]["signal_frac"].append(float(c["informative"].sum() / c["groups"].sum()))
         out[SAMPLED]["mean_terms"].append(float((terms * c["groups"]).sum() / c["groups"].sum()))
@@ -86,14 +95,26 @@ def truncation(seeds: Sequence[int]) -> Values:
     arm = f"truncated at {BUDGET} tokens"
     out: Values = {arm: {"truncated_correct_frac": [], "truncated_frac": []}}
     for s in seeds:
-        r = mechanisms.truncation_census(policy, tokenizer, task, make_addition_split(PROBE_PROMPTS, seed=200 + s, terms=(3, 4)), PROBE_G, BUDGET, seed=s)
+        r = mechanisms.truncation_census(
+            policy,
+            tokenizer,
+            task,
+            make_addition_split(PROBE_PROMPTS, seed=200 + s, terms=(3, 4)),
+            PROBE_G,
+            BUDGET,
+            seed=s,
+        )
         out[arm]["truncated_correct_frac"].append(r["truncated_correct_frac"])
         out[arm]["truncated_frac"].append(r["truncated_frac"])
     out["if truncated meant wrong"] = {"truncated_correct_frac": [0.0] * len(seeds)}
     return out
 
 
-MEASURES: dict[str, Callable[[Sequence[int]], Values]] = {"aggregation": aggregation, "signal": signal, "truncation": truncation}
+MEASURES: dict[str, Callable[[Sequence[int]], Values]] = {
+    "aggregation": aggregation,
+    "signal": signal,
+    "truncation": truncation,
+}
 
 
 NO_RELATION = "no relation (slope 0)"
@@ -109,8 +130,18 @@ def entropy_fit(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
 
     def row(arm: str, dfs: Sequence[pd.DataFrame], headline: bool) -> dict:
         f = mechanism_fit(dfs)
-        return {"arm": arm, "base": NO_RELATION, "metric": SLOPE, "headline": headline, "arm_mean": f["slope"], "base_mean": 0.0,
-                "diff": f["slope"], "ci_low": f["slope_low"], "ci_high": f["slope_high"], "fit": {k: round(v, 4) if isinstance(v, float) else v for k, v in f.items()}}
+        return {
+            "arm": arm,
+            "base": NO_RELATION,
+            "metric": SLOPE,
+            "headline": headline,
+            "arm_mean": f["slope"],
+            "base_mean": 0.0,
+            "diff": f["slope"],
+            "ci_low": f["slope_low"],
+            "ci_high": f["slope_high"],
+            "fit": {k: round(v, 4) if isinstance(v, float) else v for k, v in f.items()},
+        }
 
     rows = [row("all arms (pooled)", [df for dfs in groups.values() for df in dfs], True)]
     return rows + [row(arm, dfs, False) for arm, dfs in groups.items()]
@@ -133,8 +164,14 @@ def passk_effect(arm_prompts: Sequence[pd.DataFrame], base_prompts: Sequence[pd.
     arm, base = pooled(arm_prompts), pooled(base_prompts)
     d = arm - base
     half = 1.96 * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else math.nan
-    return {"arm_mean": float(arm.mean()), "base_mean": float(base.mean()), "diff": float(d.mean()), "ci_low": float(d.mean()) - half, "ci_high": float(d.mean()) + half,
-            "prompts": len(d)}
+    return {
+        "arm_mean": float(arm.mean()),
+        "base_mean": float(base.mean()),
+        "diff": float(d.mean()),
+        "ci_low": float(d.mean()) - half,
+        "ci_high": float(d.mean()) + half,
+        "prompts": len(d),
+    }
 
 
 def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
@@ -147,7 +184,10 @@ def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
     from ..engine.runs import run_config
     from .exploration import balanced_rows, model_samples, per_prompt
 
-    rows, bases = [], {}  # (model, task) -> the base model's per-prompt table: sampled once, whichever arm's folder holds the cache
+    rows, bases = (
+        [],
+        {},
+    )  # (model, task) -> the base model's per-prompt table: sampled once, whichever arm's folder holds the cache
     for arm, dfs in groups.items():
         train = run_config(dfs[0])["train"]
         task = get_task(train["task"])
@@ -156,14 +196,40 @@ def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
         ks = (1, PASSK_N)
         key = (train["model"], train["task"])
         if key not in bases:
-            bases[key] = per_prompt(model_samples(train["model"] or None, Path(dfs[0].run_dir).parent / f"base_{name}", task, prompts, PASSK_N), ks)
+            bases[key] = per_prompt(
+                model_samples(
+                    train["model"] or None, Path(dfs[0].run_dir).parent / f"base_{name}", task, prompts, PASSK_N
+                ),
+                ks,
+            )
         base = bases[key]
-        trained = [per_prompt(model_samples(Path(df.run_dir) / "checkpoint", Path(df.run_dir) / name, task, prompts, PASSK_N), ks) for df in dfs]
+        trained = [
+            per_prompt(
+                model_samples(Path(df.run_dir) / "checkpoint", Path(df.run_dir) / name, task, prompts, PASSK_N), ks
+            )
+            for df in dfs
+        ]
         for k, direction in ((1, +1), (PASSK_N, -1)):
             e = passk_effect(trained, [base], k)
-            rows.append({"arm": arm, "base": BASE_MODEL, "metric": f"pass@{k}", "direction": direction, "headline": k == 1, **e,
-                         "fit": {"prompts": e["prompts"], "samples_per_prompt": PASSK_N, "interval": "95% normal, over prompts (seeds pooled)"}})
+            rows.append(
+                {
+                    "arm": arm,
+                    "base": BASE_MODEL,
+                    "metric": f"pass@{k}",
+                    "direction": direction,
+                    "headline": k == 1,
+                    **e,
+                    "fit": {
+                        "prompts": e["prompts"],
+                        "samples_per_prompt": PASSK_N,
+                        "interval": "95% normal, over prompts (seeds pooled)",
+                    },
+                }
+            )
     return rows
 
 
-FITS: dict[str, Callable[[Mapping[str, Sequence[pd.DataFrame]]], list[dict]]] = {"entropy_fit": entropy_fit, "passk": passk}
+FITS: dict[str, Callable[[Mapping[str, Sequence[pd.DataFrame]]], list[dict]]] = {
+    "entropy_fit": entropy_fit,
+    "passk": passk,
+}

@@ -33,22 +33,42 @@ from ..engine.sampler import SamplingConfig
 from ..tasks import RewardSet, reward_columns
 
 
-def score_completions(tokenizer, rows: Sequence[dict], completions: Sequence[str], group_size: int, rewards: RewardSet, max_new_tokens: int) -> Rollout:
+def score_completions(
+    tokenizer,
+    rows: Sequence[dict],
+    completions: Sequence[str],
+    group_size: int,
+    rewards: RewardSet,
+    max_new_tokens: int,
+) -> Rollout:
     """A :class:`Rollout` of given completion texts, as if the policy had sampled
     them: each ``rows[i // group_size]`` answered by ``completions[i]``, tokenised
     with EOS appended and cut at ``max_new_tokens`` (then it is truncated)."""
     rows = [r for r in rows for _ in range(group_size)]
     assert len(rows) == len(completions), "give group_size completions per row"
     enc = tokenizer([r["prompt"] for r in rows], return_tensors="pt", padding=True)
-    ids = [(tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])[:max_new_tokens] for c in completions]
+    ids = [
+        (tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])[:max_new_tokens]
+        for c in completions
+    ]
     completion_ids = pad_cat([torch.tensor([x]) for x in ids], False, tokenizer.pad_token_id)  # (N, T)
     mask, truncated = completion_mask_from_ids(completion_ids, tokenizer.eos_token_id)
     texts = tokenizer.batch_decode(completion_ids, skip_special_tokens=True)
     total, parts = rewards([r["prompt"] for r in rows], texts, reward_columns(rows))
     return Rollout(
-        prompts=[r["prompt"] for r in rows], completions=texts, rows=rows, prompt_ids=enc["input_ids"], prompt_mask=enc["attention_mask"],
-        completion_ids=completion_ids, completion_mask=mask, truncated=truncated, old_logprobs=None, ref_logprobs=None,
-        rewards=torch.tensor(total), reward_parts={k: torch.tensor(v) for k, v in parts.items()}, group_size=group_size,
+        prompts=[r["prompt"] for r in rows],
+        completions=texts,
+        rows=rows,
+        prompt_ids=enc["input_ids"],
+        prompt_mask=enc["attention_mask"],
+        completion_ids=completion_ids,
+        completion_mask=mask,
+        truncated=truncated,
+        old_logprobs=None,
+        ref_logprobs=None,
+        rewards=torch.tensor(total),
+        reward_parts={k: torch.tensor(v) for k, v in parts.items()},
+        group_size=group_size,
         pad_token_id=tokenizer.pad_token_id,
     )
 
@@ -65,20 +85,41 @@ def padded_working(row: dict, max_chars: int) -> str:
     return f"{text}#{int(row['answer']) + 1}"
 
 
-def plant_long_wrong(policy, tokenizer, task, rows: Sequence[dict], group_size: int, max_new_tokens: int, seed: int) -> tuple[Rollout, torch.Tensor]:
+def plant_long_wrong(
+    policy, tokenizer, task, rows: Sequence[dict], group_size: int, max_new_tokens: int, seed: int
+) -> tuple[Rollout, torch.Tensor]:
     """Sample ``group_size - 1`` answers per row with the policy and add one long
     wrong answer (:func:`padded_working`) to each group. Returns the rollout and a
     (N,) bool marking the planted rows."""
     torch.manual_seed(seed)
-    ro = rollout(policy, tokenizer, rows, group_size - 1, task.rewards, SamplingConfig(max_new_tokens=max_new_tokens), old_logprobs=False)
+    ro = rollout(
+        policy,
+        tokenizer,
+        rows,
+        group_size - 1,
+        task.rewards,
+        SamplingConfig(max_new_tokens=max_new_tokens),
+        old_logprobs=False,
+    )
     completions, planted = [], []
     for g, row in enumerate(rows):
-        completions += ro.completions[g * (group_size - 1) : (g + 1) * (group_size - 1)] + [padded_working(row, max_new_tokens - 2)]
+        completions += ro.completions[g * (group_size - 1) : (g + 1) * (group_size - 1)] + [
+            padded_working(row, max_new_tokens - 2)
+        ]
         planted += [False] * (group_size - 1) + [True]
-    return score_completions(tokenizer, rows, completions, group_size, task.rewards, max_new_tokens), torch.tensor(planted)
+    return score_completions(tokenizer, rows, completions, group_size, task.rewards, max_new_tokens), torch.tensor(
+        planted
+    )
 
 
-def aggregation_push(policy, ro: Rollout, planted: torch.Tensor, modes: Sequence[str] = LOSS_AGG_MODES, lr: float = 1e-4, max_len: int | None = None) -> pd.DataFrame:
+def aggregation_push(
+    policy,
+    ro: Rollout,
+    planted: torch.Tensor,
+    modes: Sequence[str] = LOSS_AGG_MODES,
+    lr: float = 1e-4,
+    max_len: int | None = None,
+) -> pd.DataFrame:
     """For each loss aggregation mode, the push the GRPO policy-gradient loss
     gives each answer of ``ro``, and what one AdamW step does to it.
 
@@ -107,14 +148,21 @@ def aggregation_push(policy, ro: Rollout, planted: torch.Tensor, modes: Sequence
         n = mask.sum(-1)  # (N,)
         for i in range(len(ro)):
             a = adv[i, 0].item()
-            out_rows.append({
-                "mode": mode, "length": int(n[i]), "advantage": a, "planted": bool(planted[i]), "correct": bool(ro.correct[i] > 0),
-                "push_per_token": (push[i].sum() / n[i]).item(), "push_total": push[i].sum().item(),
-                # dL/dlogp = -A * weight: the weight the aggregation gives each token / the whole answer
-                "weight_per_token": (push[i].sum() / n[i]).item() / -a if a else float("nan"),
-                "weight_total": push[i].sum().item() / -a if a else float("nan"),
-                "dlogp_per_token": (((after[i] - before[i]) * mask[i]).sum() / n[i]).item(),
-            })
+            out_rows.append(
+                {
+                    "mode": mode,
+                    "length": int(n[i]),
+                    "advantage": a,
+                    "planted": bool(planted[i]),
+                    "correct": bool(ro.correct[i] > 0),
+                    "push_per_token": (push[i].sum() / n[i]).item(),
+                    "push_total": push[i].sum().item(),
+                    # dL/dlogp = -A * weight: the weight the aggregation gives each token / the whole answer
+                    "weight_per_token": (push[i].sum() / n[i]).item() / -a if a else float("nan"),
+                    "weight_total": push[i].sum().item() / -a if a else float("nan"),
+                    "dlogp_per_token": (((after[i] - before[i]) * mask[i]).sum() / n[i]).item(),
+                }
+            )
     return pd.DataFrame(out_rows)
 
 
@@ -131,11 +179,14 @@ def summarize_push(df: pd.DataFrame) -> pd.DataFrame:
         wrong = d[d["advantage"] < 0]
         long_, short = wrong[wrong["planted"]], wrong[~wrong["planted"]]
         out[mode] = {
-            "long_len": long_["length"].mean(), "short_len": short["length"].mean(),
-            "push_per_token_long": long_["push_per_token"].mean(), "push_per_token_short": short["push_per_token"].mean(),
+            "long_len": long_["length"].mean(),
+            "short_len": short["length"].mean(),
+            "push_per_token_long": long_["push_per_token"].mean(),
+            "push_per_token_short": short["push_per_token"].mean(),
             "per_token_ratio": long_["weight_per_token"].mean() / short["weight_per_token"].mean(),
             "per_answer_ratio": long_["weight_total"].mean() / short["weight_total"].mean(),
-            "dlogp_long": long_["dlogp_per_token"].mean(), "dlogp_short": short["dlogp_per_token"].mean(),
+            "dlogp_long": long_["dlogp_per_token"].mean(),
+            "dlogp_short": short["dlogp_per_token"].mean(),
             "dlogp_correct": d[d["correct"]]["dlogp_per_token"].mean(),
         }
     return pd.DataFrame(out).T
@@ -146,28 +197,64 @@ def truncation_census(policy, tokenizer, task, rows: Sequence[dict], group_size:
     """Sample ``group_size`` answers per row with a ``budget``-token limit and count
     what the overlong filter (mask truncated answers out of the loss) would touch."""
     torch.manual_seed(seed)
-    ro = rollout(policy, tokenizer, rows, group_size, task.rewards, SamplingConfig(max_new_tokens=budget), old_logprobs=False)
+    ro = rollout(
+        policy, tokenizer, rows, group_size, task.rewards, SamplingConfig(max_new_tokens=budget), old_logprobs=False
+    )
     trunc, correct = ro.truncated, ro.correct > 0
     mixed = (ro.group_std() > 0).repeat_interleave(group_size)  # (N,) rows whose group carries signal
     tokens = ro.completion_mask.sum(-1)
     return {
-        "budget": budget, "answers": len(ro), "truncated_frac": trunc.float().mean().item(),
+        "budget": budget,
+        "answers": len(ro),
+        "truncated_frac": trunc.float().mean().item(),
         "truncated_correct_frac": (trunc & correct).float().sum().item() / max(int(trunc.sum()), 1),
         "truncated_in_mixed_groups_frac": (trunc & mixed).float().mean().item(),
-        "filtered_tokens_frac_of_signal": (tokens * (trunc & mixed)).sum().item() / max((tokens * mixed).sum().item(), 1.0),
-        "accuracy": correct.float().mean().item(), "zero_std_frac": (ro.group_std() == 0).float().mean().item(),
+        "filtered_tokens_frac_of_signal": (tokens * (trunc & mixed)).sum().item()
+        / max((tokens * mixed).sum().item(), 1.0),
+        "accuracy": correct.float().mean().item(),
+        "zero_std_frac": (ro.group_std() == 0).float().mean().item(),
     }
 
 
 @torch.no_grad()
-def signal_census(policy, tokenizer, task, rows: Sequence[dict], group_size: int, seed: int, max_new_tokens: int = 64, key: str = "n_terms") -> pd.DataFrame:
+def signal_census(
+    policy,
+    tokenizer,
+    task,
+    rows: Sequence[dict],
+    group_size: int,
+    seed: int,
+    max_new_tokens: int = 64,
+    key: str = "n_terms",
+) -> pd.DataFrame:
     """Sample ``group_size`` answers per row and report, per value of ``rows[i][key]``
     (e.g. the number of terms), how many groups there were and how many carry
     signal (not all rewards equal): what dynamic sampling keeps and drops."""
     torch.manual_seed(seed)
-    ro = rollout(policy, tokenizer, rows, group_size, task.rewards, SamplingConfig(max_new_tokens=max_new_tokens), old_logprobs=False)
+    ro = rollout(
+        policy,
+        tokenizer,
+        rows,
+        group_size,
+        task.rewards,
+        SamplingConfig(max_new_tokens=max_new_tokens),
+        old_logprobs=False,
+    )
     informative = (ro.group_std() > 0).tolist()
     acc = ro.correct.view(-1, group_size).mean(1).tolist()
-    df = pd.DataFrame({key: [r[key] for r in rows], "informative": informative, "accuracy": acc, "all_right": [a == 1.0 for a in acc], "all_wrong": [a == 0.0 for a in acc]})
-    return df.groupby(key).agg(groups=("informative", "size"), informative=("informative", "sum"), accuracy=("accuracy", "mean"),
-                               all_right=("all_right", "sum"), all_wrong=("all_wrong", "sum"))
+    df = pd.DataFrame(
+        {
+            key: [r[key] for r in rows],
+            "informative": informative,
+            "accuracy": acc,
+            "all_right": [a == 1.0 for a in acc],
+            "all_wrong": [a == 0.0 for a in acc],
+        }
+    )
+    return df.groupby(key).agg(
+        groups=("informative", "size"),
+        informative=("informative", "sum"),
+        accuracy=("accuracy", "mean"),
+        all_right=("all_right", "sum"),
+        all_wrong=("all_wrong", "sum"),
+    )

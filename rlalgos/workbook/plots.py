@@ -51,10 +51,18 @@ TITLES = {
 
 
 YLABELS = {
-    "entropy": "nats / token", "eval_entropy": "nats / token", "kl": "nats / token", "kl_loss": "nats / token", "completion_len": "tokens",
-    "eval_completion_len": "tokens", "step_seconds": "seconds", "update_seconds": "seconds", "grad_norm": "L2 norm",
+    "entropy": "nats / token",
+    "eval_entropy": "nats / token",
+    "kl": "nats / token",
+    "kl_loss": "nats / token",
+    "completion_len": "tokens",
+    "eval_completion_len": "tokens",
+    "step_seconds": "seconds",
+    "update_seconds": "seconds",
+    "grad_norm": "L2 norm",
 }
 """y-axis units; accuracies, rewards and fractions are unitless (0..1)."""
+
 
 def eval_sample_count(df: pd.DataFrame, key: str) -> int | None:
     """How many answers an evaluation accuracy in ``df`` averages (test prompts x samples,
@@ -110,13 +118,37 @@ def _curve(dfs: list[pd.DataFrame], key: str, smooth: int):
 
 
 PALETTE = {
-    "reinforce": "#4c72b0", "rloo": "#64b5cd", "ppo": "#8172b3", "grpo": "#dd8452", "vanilla": "#dd8452", "baseline": "#dd8452",
-    "dapo": "#55a868", "drgrpo": "#c44e52", "dualclip": "#937860", "gspo": "#da8bc3", "clipcov": "#8c8c8c", "klcov": "#ccb974",
-    "cispo": "#1f77b4", "sapo": "#17becf",
+    "reinforce": "#4c72b0",
+    "rloo": "#64b5cd",
+    "ppo": "#8172b3",
+    "grpo": "#dd8452",
+    "vanilla": "#dd8452",
+    "baseline": "#dd8452",
+    "dapo": "#55a868",
+    "drgrpo": "#c44e52",
+    "dualclip": "#937860",
+    "gspo": "#da8bc3",
+    "clipcov": "#8c8c8c",
+    "klcov": "#ccb974",
+    "cispo": "#1f77b4",
+    "sapo": "#17becf",
 }
 """One colour per algorithm in every figure of the course: vanilla GRPO (and the arm a notebook compares against,
 ``vanilla`` / ``baseline``) is always orange, DAPO always green."""
-OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#1f77b4", "#ff7f0e", "#d62728", "#aec7e8", "#ffbb78")
+OTHER_COLORS = (
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#1f77b4",
+    "#ff7f0e",
+    "#d62728",
+    "#aec7e8",
+    "#ffbb78",
+)
 """Colours for arms that are no algorithm name (``clip_higher``, ``kl_0.4``...): each label always gets the same one."""
 
 
@@ -132,8 +164,10 @@ def figure_colors(labels: Sequence[str]) -> dict[str, str]:
     pool = list(dict.fromkeys([*PALETTE.values(), *OTHER_COLORS]))
     for label in sorted(labels, key=lambda lab: lab not in PALETTE):  # algorithm names keep theirs first
         color = label_color(label)
-        if color in out.values():  # the next free colour of the pool, or (more curves than colours) one of a spread of hues
-            free = [c for c in pool[pool.index(color):] + pool if c not in out.values()]
+        if (
+            color in out.values()
+        ):  # the next free colour of the pool, or (more curves than colours) one of a spread of hues
+            free = [c for c in pool[pool.index(color) :] + pool if c not in out.values()]
             color = free[0] if free else matplotlib.colors.to_hex(plt.cm.hsv(len(out) / (len(labels) + 1)))
         out[label] = color
     return out
@@ -167,8 +201,15 @@ def _cost_panel(ax, groups: Mapping[str, list[pd.DataFrame]], colors: Mapping[st
     ax.set_ylabel("seconds")
 
 
-def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[str] = DEFAULT_KEYS, smooth: int = 5, ncols: int | None = None,
-              title: str | None = None, log_keys: Sequence[str] = (), caption: bool = True):
+def plot_runs(
+    runs: Mapping[str, list[pd.DataFrame]] | Sequence,
+    keys: Sequence[str] = DEFAULT_KEYS,
+    smooth: int = 5,
+    ncols: int | None = None,
+    title: str | None = None,
+    log_keys: Sequence[str] = (),
+    caption: bool = True,
+):
     """One panel per metric, one line per group (mean across its seeds) with a
     band from the lowest to the highest seed. Train metrics are smoothed with a
     rolling mean of ``smooth`` steps (0/1 flags are not); eval metrics are drawn
@@ -224,7 +265,7 @@ def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     legend: dict[str, object] = {}  # every group from every panel, in order of first appearance
     for ax in axes.flat:
@@ -232,15 +273,22 @@ def plot_runs(runs: Mapping[str, list[pd.DataFrame]] | Sequence, keys: Sequence[
             legend.setdefault(lab, h)
     handles, labels = list(legend.values()), list(legend.keys())
     if handles:
-        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False)
+        fig.legend(
+            handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False
+        )
     if title:
         fig.suptitle(title, y=1.05)
     fig.tight_layout(rect=(0, 0.04 if caption else 0, 1, 0.93))
     if caption:
         several = any(len(dfs) > 1 for dfs in groups.values())
-        text = ("lines: mean over seeds; bands: the seeds' range (lowest to highest); " if several
-                else "one run per line (eval accuracy: error bars of one binomial standard error); ")
-        text += f"train metrics smoothed over {smooth} steps, eval metrics as measured" if smooth > 1 else "no smoothing"
+        text = (
+            "lines: mean over seeds; bands: the seeds' range (lowest to highest); "
+            if several
+            else "one run per line (eval accuracy: error bars of one binomial standard error); "
+        )
+        text += (
+            f"train metrics smoothed over {smooth} steps, eval metrics as measured" if smooth > 1 else "no smoothing"
+        )
         fig.text(0.5, 0.0, text, ha="center", va="bottom", fontsize=9, color="0.3")
     return fig
 
@@ -255,19 +303,37 @@ def summary_table(runs: Mapping[str, list[pd.DataFrame]] | Sequence) -> pd.DataF
             ev = df.dropna(subset=["eval_accuracy"]) if "eval_accuracy" in df else df.iloc[:0]
             train = df[df["step"] > 0]
             last = train.tail(5)
-            recs.append({
-                "eval_acc_start": ev["eval_accuracy"].iloc[0] if len(ev) else np.nan,
-                "eval_acc_end": ev["eval_accuracy"].iloc[-1] if len(ev) else np.nan,
-                "greedy_start": ev["eval_greedy_accuracy"].iloc[0] if "eval_greedy_accuracy" in ev and len(ev) else np.nan,
-                "greedy_end": ev["eval_greedy_accuracy"].iloc[-1] if "eval_greedy_accuracy" in ev and len(ev) else np.nan,
-                "steps": int(train["step"].max()) if len(train) else 0,
-                "seconds": train["step_seconds"].sum() if "step_seconds" in train else np.nan,
-                "entropy_end": last["entropy"].mean() if "entropy" in last else np.nan,
-                "kl_end": last["kl"].mean() if "kl" in last else np.nan,
-                "len_end": last["completion_len"].mean() if "completion_len" in last else np.nan,
-            })
+            recs.append(
+                {
+                    "eval_acc_start": ev["eval_accuracy"].iloc[0] if len(ev) else np.nan,
+                    "eval_acc_end": ev["eval_accuracy"].iloc[-1] if len(ev) else np.nan,
+                    "greedy_start": ev["eval_greedy_accuracy"].iloc[0]
+                    if "eval_greedy_accuracy" in ev and len(ev)
+                    else np.nan,
+                    "greedy_end": ev["eval_greedy_accuracy"].iloc[-1]
+                    if "eval_greedy_accuracy" in ev and len(ev)
+                    else np.nan,
+                    "steps": int(train["step"].max()) if len(train) else 0,
+                    "seconds": train["step_seconds"].sum() if "step_seconds" in train else np.nan,
+                    "entropy_end": last["entropy"].mean() if "entropy" in last else np.nan,
+                    "kl_end": last["kl"].mean() if "kl" in last else np.nan,
+                    "len_end": last["completion_len"].mean() if "completion_len" in last else np.nan,
+                }
+            )
         row = pd.DataFrame(recs).mean().to_dict()
         row["algo"], row["seeds"] = label, len(dfs)
         out.append(row)
-    cols = ["algo", "seeds", "eval_acc_start", "eval_acc_end", "greedy_start", "greedy_end", "steps", "seconds", "entropy_end", "kl_end", "len_end"]
+    cols = [
+        "algo",
+        "seeds",
+        "eval_acc_start",
+        "eval_acc_end",
+        "greedy_start",
+        "greedy_end",
+        "steps",
+        "seconds",
+        "entropy_end",
+        "kl_end",
+        "len_end",
+    ]
     return pd.DataFrame(out)[cols].set_index("algo")

@@ -35,7 +35,6 @@ from ..engine.sampler import SamplingConfig
 from ..tasks import addition_task
 
 
-
 # --------------------------------------------------------------------------- #
 # Training a tiny reward model
 # --------------------------------------------------------------------------- #
@@ -47,7 +46,15 @@ def sample_labelled(policy, tokenizer, rows: list[dict], group_size: int, task=N
     out = []
     torch.manual_seed(seed)
     for i in range(0, len(rows), 64):
-        ro = rollout(policy, tokenizer, rows[i : i + 64], group_size, task.rewards, SamplingConfig(max_new_tokens=task.max_new_tokens), old_logprobs=False)
+        ro = rollout(
+            policy,
+            tokenizer,
+            rows[i : i + 64],
+            group_size,
+            task.rewards,
+            SamplingConfig(max_new_tokens=task.max_new_tokens),
+            old_logprobs=False,
+        )
         for j, (p, c, y) in enumerate(zip(ro.prompts, ro.completions, ro.correct.tolist())):
             out.append({"prompt": p, "completion": c, "label": y, "group": i + j // group_size})
     return out
@@ -85,7 +92,12 @@ def evaluate_reward_model(model, tokenizer, data: list[dict], seed: int = 0) -> 
     by_text = {d["prompt"] + d["completion"]: s for d, s in zip(data, scores)}
     pairs = make_pairs(data, random.Random(seed))
     acc = sum(by_text[c] > by_text[r] for c, r in pairs) / max(len(pairs), 1)
-    return {"auc": auc(scores, [d["label"] for d in data]), "pair_accuracy": acc, "pairs": len(pairs), "completions": len(data)}
+    return {
+        "auc": auc(scores, [d["label"] for d in data]),
+        "pair_accuracy": acc,
+        "pairs": len(pairs),
+        "completions": len(data),
+    }
 
 
 def train_reward_model(cfg: RMConfig | None = None) -> dict:
@@ -139,10 +151,16 @@ def train_reward_model(cfg: RMConfig | None = None) -> dict:
     model.save_pretrained(out)
     tok.save_pretrained(out)
     report = {
-        "heldout_auc": after["auc"], "heldout_pair_accuracy": after["pair_accuracy"],
-        "heldout_auc_untrained": before["auc"], "heldout_pairs": after["pairs"],
-        "train_completions": len(train_data), "train_pairs": len(pairs), "train_label_mean": sum(d["label"] for d in train_data) / len(train_data),
-        "final_loss": loss.item(), "seconds": round(time.perf_counter() - t0, 1), "config": asdict(cfg),
+        "heldout_auc": after["auc"],
+        "heldout_pair_accuracy": after["pair_accuracy"],
+        "heldout_auc_untrained": before["auc"],
+        "heldout_pairs": after["pairs"],
+        "train_completions": len(train_data),
+        "train_pairs": len(pairs),
+        "train_label_mean": sum(d["label"] for d in train_data) / len(train_data),
+        "final_loss": loss.item(),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "config": asdict(cfg),
     }
     (out / "rm_report.json").write_text(json.dumps(report, indent=2))
     return report

@@ -68,7 +68,12 @@ def sft(cfg: SFTConfig | None = None) -> dict:
     model = tiny_model(tokenizer, seed=cfg.seed, hidden=cfg.hidden, layers=cfg.layers).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     warm = max(1, cfg.steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, cfg.steps) / cfg.steps))))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: (
+            min(1.0, (s + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, cfg.steps) / cfg.steps)))
+        ),
+    )
     t0 = time.perf_counter()
     bar = tqdm(range(cfg.steps), desc="sft", disable=not cfg.progress)
     model.train()
@@ -126,7 +131,11 @@ def trap_finetune(cfg: TrapConfig | None = None) -> dict:
     Returns a report, also written to ``OUT_DIR/trap_report.json``.
     """
     cfg = cfg or TrapConfig()
-    if cfg.steps < 1 or not cfg.lr > 0 or not (0 <= cfg.hard_scratchpad_frac <= 1 and 0 <= cfg.easy_scratchpad_frac <= 1):
+    if (
+        cfg.steps < 1
+        or not cfg.lr > 0
+        or not (0 <= cfg.hard_scratchpad_frac <= 1 and 0 <= cfg.easy_scratchpad_frac <= 1)
+    ):
         raise ValueError("trap needs steps >= 1, lr > 0 and both scratchpad fractions in [0, 1]")
     check_model_dir(cfg.out_dir, cfg.overwrite)
     torch.manual_seed(cfg.seed)
@@ -139,8 +148,12 @@ def trap_finetune(cfg: TrapConfig | None = None) -> dict:
         easy = [make_addition_problem(rng, 2, 9) for _ in range(32)]
         hard = [make_addition_problem(rng, rng.choice([3, 4]), 99) for _ in range(32)]
         full = [rng.random() < cfg.hard_scratchpad_frac for _ in hard]  # hard: the whole scratchpad, or the choice only
-        pick = [rng.random() < cfg.easy_scratchpad_frac for _ in easy]  # easy: the scratchpad's first token, or the direct answer
-        targets = [(r["target"][0] if c else r["direct"]) for r, c in zip(easy, pick)] + [(r["target"] if f else "#") for r, f in zip(hard, full)]
+        pick = [
+            rng.random() < cfg.easy_scratchpad_frac for _ in easy
+        ]  # easy: the scratchpad's first token, or the direct answer
+        targets = [(r["target"][0] if c else r["direct"]) for r, c in zip(easy, pick)] + [
+            (r["target"] if f else "#") for r, f in zip(hard, full)
+        ]
         p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, [r["prompt"] for r in easy + hard], targets, "cpu")
         only_first = torch.tensor(pick + [not f for f in full])  # (64,) rows trained on their first token only
         t_mask[only_first, 1:] = 0
@@ -153,7 +166,10 @@ def trap_finetune(cfg: TrapConfig | None = None) -> dict:
     out = Path(cfg.out_dir)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    report = {"train_seconds": round(time.perf_counter() - t0, 1), "final_loss": round(loss.item(), 4), "config": asdict(cfg)}
+    report = {
+        "train_seconds": round(time.perf_counter() - t0, 1),
+        "final_loss": round(loss.item(), 4),
+        "config": asdict(cfg),
+    }
     (out / "trap_report.json").write_text(json.dumps(report, indent=2))
     return report
-

@@ -20,8 +20,38 @@ import pandas as pd
 from ..engine.runs import run_config
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (scipy is not a dependency)
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T975 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def t975(dof: int) -> float:
@@ -77,17 +107,37 @@ def paired_values(a: pd.Series, b: pd.Series, key: str) -> dict:
     seeds = a.index.intersection(b.index)
     d = (b[seeds] - a[seeds]).dropna()
     n = len(d)
-    out = {"metric": key, "base_mean": float(a.mean()), "base_sd": float(a.std(ddof=1)) if len(a) > 1 else np.nan,
-           "arm_mean": float(b.mean()), "arm_sd": float(b.std(ddof=1)) if len(b) > 1 else np.nan, "diff": float(d.mean()) if n else np.nan, "seeds": n}
+    out = {
+        "metric": key,
+        "base_mean": float(a.mean()),
+        "base_sd": float(a.std(ddof=1)) if len(a) > 1 else np.nan,
+        "arm_mean": float(b.mean()),
+        "arm_sd": float(b.std(ddof=1)) if len(b) > 1 else np.nan,
+        "diff": float(d.mean()) if n else np.nan,
+        "seeds": n,
+    }
     if n < 2:
         return {**out, "diff_sd": np.nan, "ci_low": np.nan, "ci_high": np.nan, "verdict": "one seed"}
     sd = float(d.std(ddof=1))
     half = t975(n - 1) * sd / math.sqrt(n)
     lo, hi = out["diff"] - half, out["diff"] + half
-    return {**out, "diff_sd": sd, "ci_low": lo, "ci_high": hi, "detectable": half, "verdict": "shown" if lo > 0 or hi < 0 else "within noise"}
+    return {
+        **out,
+        "diff_sd": sd,
+        "ci_low": lo,
+        "ci_high": hi,
+        "detectable": half,
+        "verdict": "shown" if lo > 0 or hi < 0 else "within noise",
+    }
 
 
-def effect_table(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, keys: Sequence[str], arms: Sequence[str] | None = None, tail: int = 5) -> pd.DataFrame:
+def effect_table(
+    groups: Mapping[str, Sequence[pd.DataFrame]],
+    baseline: str,
+    keys: Sequence[str],
+    arms: Sequence[str] | None = None,
+    tail: int = 5,
+) -> pd.DataFrame:
     """:func:`paired_effect` of every arm against ``baseline`` for every metric in
     ``keys``: one row per (arm, metric)."""
     rows = []
@@ -97,7 +147,13 @@ def effect_table(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, ke
     return pd.DataFrame(rows).set_index(["arm", "metric"])
 
 
-def effect_lines(groups: Mapping[str, Sequence[pd.DataFrame]], baseline: str, keys: Sequence[str], arms: Sequence[str] | None = None, tail: int = 5) -> list[str]:
+def effect_lines(
+    groups: Mapping[str, Sequence[pd.DataFrame]],
+    baseline: str,
+    keys: Sequence[str],
+    arms: Sequence[str] | None = None,
+    tail: int = 5,
+) -> list[str]:
     """:func:`effect_table` as readable lines (:func:`describe`), one per (arm, metric)."""
     table = effect_table(groups, baseline, keys, arms, tail)
     return [describe({**row, "metric": metric}, arm, baseline) for (arm, metric), row in table.iterrows()]
@@ -114,14 +170,20 @@ def verdict_line(row: Mapping, arm: str, base: str) -> str:
     """The course's one verdict format, from a :func:`paired_effect` row: e.g.
     ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``.
     "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero."""
-    scale, unit, f = (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
+    scale, unit, f = (
+        (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
+    )
     head = f"{row['metric']}  {arm} - {base} = {row['diff'] * scale:+{f}}{unit}"
     if row["seeds"] < 2 or row.get("ci_low") is None or row.get("ci_high") is None:
         return f"{head} ({row['seeds']} seed{'s' if row['seeds'] != 1 else ''}; no interval) -> {row.get('verdict', 'one seed')}"
-    detect = (row["ci_high"] - row["ci_low"]) / 2 * scale  # the half-width (a record written before "detectable" existed has only the ends)
+    detect = (
+        (row["ci_high"] - row["ci_low"]) / 2 * scale
+    )  # the half-width (a record written before "detectable" existed has only the ends)
     tail = f"within noise (could see >= {detect:{f}}{unit})" if row["verdict"] == "within noise" else row["verdict"]
-    return (f"{head} (95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
-            f"detectable >= {detect:{f}}) -> {tail}")
+    return (
+        f"{head} (95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
+        f"detectable >= {detect:{f}}) -> {tail}"
+    )
 
 
 def binomial_se(p: float, n: int) -> float:
@@ -137,5 +199,7 @@ def describe(row: Mapping, arm: str, base: str, digits: int = 3) -> str:
     f = f".{digits}f"
     ci = f"95% CI {row['ci_low']:+{f}}..{row['ci_high']:+{f}}, " if row["seeds"] > 1 else ""
     detect = f"; detectable >= {(row['ci_high'] - row['ci_low']) / 2:{f}}" if row["seeds"] > 1 else ""
-    return (f"{arm} vs {base}, {row['metric']}: {row['arm_mean']:{f}} vs {row['base_mean']:{f}}, "
-            f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}{detect}): {row['verdict']}")
+    return (
+        f"{arm} vs {base}, {row['metric']}: {row['arm_mean']:{f}} vs {row['base_mean']:{f}}, "
+        f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}{detect}): {row['verdict']}"
+    )

@@ -25,7 +25,9 @@ NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = "[0-9][0-9]_*.ipynb"
 
 # The exercises' introduction points at the solution cells; the edition has none.
-SOLUTION_SENTENCE = "The collapsed cell after each exercise (**Solution**, click to open) is a worked solution; try first."
+SOLUTION_SENTENCE = (
+    "The collapsed cell after each exercise (**Solution**, click to open) is a worked solution; try first."
+)
 STUDENT_SENTENCE = "This edition leaves the worked solutions out."
 
 
@@ -66,7 +68,9 @@ def student_notebook(nb) -> nbformat.NotebookNode:
     return out
 
 
-def write_student_edition(out_dir: str | Path, notebooks_dir: str | Path = NOTEBOOKS_DIR, overwrite: bool = False) -> list[Path]:
+def write_student_edition(
+    out_dir: str | Path, notebooks_dir: str | Path = NOTEBOOKS_DIR, overwrite: bool = False
+) -> list[Path]:
     """Write the student version of every ``notebooks_dir/NN_*.ipynb`` into ``out_dir``; the paths written.
 
     ``out_dir`` must be new or empty; with ``overwrite`` an existing one is used and
@@ -76,13 +80,17 @@ def write_student_edition(out_dir: str | Path, notebooks_dir: str | Path = NOTEB
     out, src = Path(out_dir), Path(notebooks_dir)
     sources = sorted(src.glob(NOTEBOOKS)) if src.is_dir() else []
     if not sources:
-        raise FileNotFoundError(f"no notebooks ({NOTEBOOKS}) in {src}; pass the notebooks/ folder of a checkout (--notebooks-dir)")
+        raise FileNotFoundError(
+            f"no notebooks ({NOTEBOOKS}) in {src}; pass the notebooks/ folder of a checkout (--notebooks-dir)"
+        )
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} is a file, not a folder; pick another OUT_DIR")
     if out.exists() and out.resolve() == src.resolve():
         raise ValueError(f"{out} holds the notebooks themselves; write the student edition to another folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(f"{out} is not empty; pass --overwrite to replace its student notebooks (its other files are kept), or pick another OUT_DIR")
+        raise FileExistsError(
+            f"{out} is not empty; pass --overwrite to replace its student notebooks (its other files are kept), or pick another OUT_DIR"
+        )
     targets = [out / p.name for p in sources]
     for t in targets:
         if t.is_dir():

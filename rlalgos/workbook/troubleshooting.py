@@ -32,7 +32,11 @@ def concise_reward(prompts, completions, **_) -> list[float]:
 
 def concise_task() -> Task:
     """(a) Reward hacking: the addition task paid for a right answer *and* for a short one, equally."""
-    return replace(get_task("addition"), rewards=RewardSet([("correct", correctness_reward, 1.0), ("concise", concise_reward, 1.0)]), max_new_tokens=L_MAX)
+    return replace(
+        get_task("addition"),
+        rewards=RewardSet([("correct", correctness_reward, 1.0), ("concise", concise_reward, 1.0)]),
+        max_new_tokens=L_MAX,
+    )
 
 
 def length_judge(prompts, completions, **_) -> list[float]:
@@ -43,12 +47,18 @@ def length_judge(prompts, completions, **_) -> list[float]:
 def verbose_task() -> Task:
     """(c) Length runaway: a judge that pays for length (correctness logged, weight 0)."""
     base = get_task("addition")
-    return replace(base, rewards=RewardSet([("length_judge", length_judge, 1.0), ("correct", correctness_reward, 0.0)]), max_new_tokens=L_MAX)
+    return replace(
+        base,
+        rewards=RewardSet([("length_judge", length_judge, 1.0), ("correct", correctness_reward, 0.0)]),
+        max_new_tokens=L_MAX,
+    )
 
 
 def too_hard_task() -> Task:
     """(d) Too-hard prompts: training on 5-term problems only (the test set is the default one)."""
-    return replace(get_task("addition"), train=make_addition_split(5000, seed=11, terms=(5,)), max_new_tokens=MEDIUM_MAX_TOKENS)
+    return replace(
+        get_task("addition"), train=make_addition_split(5000, seed=11, terms=(5,)), max_new_tokens=MEDIUM_MAX_TOKENS
+    )
 
 
 @cache
@@ -65,7 +75,15 @@ def medium_pool(seed: int = 0, pool: int = 256, pool_g: int = 8) -> tuple[list[d
     rows = make_addition_split(pool, seed=12, terms=(3, 4, 5))
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        scored = rollout(policy, tokenizer, rows, pool_g, get_task("addition").rewards, SamplingConfig(max_new_tokens=MEDIUM_MAX_TOKENS), old_logprobs=False)
+        scored = rollout(
+            policy,
+            tokenizer,
+            rows,
+            pool_g,
+            get_task("addition").rewards,
+            SamplingConfig(max_new_tokens=MEDIUM_MAX_TOKENS),
+            old_logprobs=False,
+        )
     return rows, scored.correct.view(-1, pool_g).mean(1).tolist()
 
 
@@ -75,6 +93,7 @@ def medium_task(seed: int = 0, pool: int = 256, pool_g: int = 8) -> Task:
     rows, rate = medium_pool(seed, pool, pool_g)
     medium = [row for row, p in zip(rows, rate) if 0 < p < 1] or rows
     return replace(get_task("addition"), train=medium, max_new_tokens=MEDIUM_MAX_TOKENS)
+
 
 MYSTERY_ARM = "c_verbose"
 """The arm whose metrics notebook 06's blind-diagnosis exercise shows without its label (kept here, out of the learner's sight)."""
