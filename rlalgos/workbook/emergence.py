@@ -676,3 +676,32 @@ def prepare_models(models: Sequence[tuple[str, float | None]]) -> None:
     """Build the base models a claim trains from, if they are not there yet."""
     for kind, share in models:
         ensure_model(model_cfg(kind, share, fast=False))
+
+
+def _ensure_one(cfg: EmergenceConfig) -> str:
+    """A worker's job: one model, one thread."""
+    torch.set_num_threads(1)
+    return str(ensure_model(cfg)[0])
+
+
+def ensure_models(cfgs: Sequence[EmergenceConfig], jobs: int = 2) -> list[tuple[Path, dict]]:
+    """:func:`ensure_model` of each, ``jobs`` at a time in worker processes (the primed models
+    after the rest: they start from the incompetent one). Returns each (folder, report)."""
+
+    def current(cfg):
+        rep = cfg.folder() / "emergence_report.json"
+        ignored = ("overwrite", "progress", "out_dir")
+        return rep.exists() and {
+            k: v for k, v in json.loads(rep.read_text())["config"].items() if k not in ignored
+        } == {k: v for k, v in asdict(cfg).items() if k not in ignored}
+
+    todo = [c for c in cfgs if not current(c)]
+    if todo and jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        first = [c for c in todo if c.kind not in ("primed", "primed_wrong")]
+        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
+            for batch in (first, [c for c in todo if c not in first]):
+                list(pool.map(_ensure_one, batch))
+    return [ensure_model(c) for c in cfgs]
