@@ -26,5 +26,12 @@ def text_outputs(nb: dict):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
 def test_no_committed_table_is_cut(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
-    cut = [(i, line.strip()[:70]) for i, text in text_outputs(nb) for line in text.splitlines() if CUT.search(line) and (path.name, i) not in KNOWN]
-    assert not cut, f"{path.name}: pandas cut these outputs (print the table whole, e.g. pd.set_option('display.max_columns', None)): {cut}"
+    cut = [
+        (i, line.strip()[:70])
+        for i, text in text_outputs(nb)
+        for line in text.splitlines()
+        if CUT.search(line) and (path.name, i) not in KNOWN
+    ]
+    assert not cut, (
+        f"{path.name}: pandas cut these outputs (print the table whole, e.g. pd.set_option('display.max_columns', None)): {cut}"
+    )
