@@ -680,12 +680,12 @@ def _ceiling(answer, q, d):
 
 @exercise(
     "12.2",
-    "how often a group carries the rare strategy's signal",
-    "a group misses it when all 8 answers are not right scratchpads: (1 - p q)^8",
+    "how often a group of 16 carries the rare strategy's signal",
+    "a group misses it when none of its 16 answers is a right scratchpad: (1 - p q)^16",
 )
 def _signal_chance(answer, p, q):
-    c = 1 - (1 - p * q) ** 8
-    return _close(answer, (c, 16 * c), f"1 - (1 - p q)^8 with p = {p:.4f}, q = {q:.3f}, and 16 groups times that")
+    c = 1 - (1 - p * q) ** 16
+    return _close(answer, (c, 16 * c), f"1 - (1 - p q)^16 with p = {p:.4f}, q = {q:.3f}, and 16 groups times that")
 
 
 @exercise(
