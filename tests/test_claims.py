@@ -406,11 +406,17 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
         assert c.arms or c.measure, f"{c.id}: nothing to train or measure"
         assert not c.measure or c.measure in measures.MEASURES, c.id
         assert not c.fit or c.fit in measures.FITS, c.id
+        from rlalgos.workbook import emergence
+
+        built_first = {str(emergence.model_cfg(*m, fast=False).folder()) for m in c.prepare}  # claims run builds these
+        for kind, share in c.prepare:
+            emergence.check_config(emergence.model_cfg(kind, share, fast=False))
         for _, _, cfg, algo_cfg in c.train_configs((20, 21, 22)):
             cfg.validate()
             algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
             assert (
                 cfg.model == ""
+                or cfg.model in built_first
                 or (claims.ROOT / cfg.model / "config.json").exists()
                 or (claims.Path(cfg.model) / "config.json").exists()
             ), f"{c.id}: {cfg.model}"

@@ -173,7 +173,9 @@ def build(cfg: EmergenceConfig):
     if cfg.kind in ("primed", "primed_wrong"):
         from dataclasses import replace
 
-        start, _ = ensure_model(replace(cfg, kind="incompetent", out_dir="", overwrite=False))
+        # the incompetent model at the same share: in its default folder, or beside an out_dir
+        beside = str(Path(cfg.out_dir).parent / f"incompetent_{cfg.share:g}") if cfg.out_dir else ""
+        start, _ = ensure_model(replace(cfg, kind="incompetent", out_dir=beside, overwrite=False))
         model, tokenizer = load_policy(str(start), device="cpu")
         model.train()
         log: dict = {"start_share": scratchpad_share(model, tokenizer, probe), "start_model": str(start)}
