@@ -411,7 +411,7 @@ def fast_mode() -> bool:
 
 def model_cfg(kind: str, share: float | None = None, fast: bool | None = None) -> EmergenceConfig:
     """The base model of one experiment. In fast mode (``fast=None``: :func:`fast_mode`) a stand-in
-    that takes seconds to make: every target share 0.6, two steps of wrong sums and of priming,
+    that takes seconds to make: every target share 0.6 at lr 1e-3, two steps of wrong sums and of priming,
     in ``runs/emergence_fast/models``; its numbers mean nothing."""
     if share is None:
         share = CURVE_SHARE if kind == "rare" else LIMIT_SHARE
@@ -421,6 +421,7 @@ def model_cfg(kind: str, share: float | None = None, fast: bool | None = None) -
             kind=kind,
             share=0.6,
             absent_share=0.6,
+            lr=1e-3,  # a step or two to the target
             corrupt_steps=2,
             prime_steps=2,
             progress=False,
