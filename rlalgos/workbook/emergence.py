@@ -51,12 +51,13 @@ from tqdm.auto import tqdm
 
 from ..config import EMERGENCE_KINDS as KINDS, EmergenceConfig
 from ..engine.forward import forward_logprobs
-from ..engine.runs import check_model_dir
+from ..engine.runs import check_model_dir, read_rows
 from ..engine.sampler import SamplingConfig
 from ..model import load_policy
 from ..rollout import rollout
 from ..tasks import RewardSet, addition_task, correctness_reward
 from .sft import encode_batch
+from .stats import steps_to
 
 
 def check_config(cfg: EmergenceConfig) -> None:
@@ -247,18 +248,25 @@ def make_model(cfg: EmergenceConfig | None = None, profile_prompts: int = 200, p
     return report
 
 
+def built_report(cfg: EmergenceConfig) -> dict | None:
+    """The report of ``cfg``'s model if it is built with these settings (where it is saved and
+    how it was run do not count), else None."""
+    rep = cfg.folder() / "emergence_report.json"
+    if not rep.exists():
+        return None
+    report = json.loads(rep.read_text())
+    ignored = ("overwrite", "progress", "out_dir")
+    settings = lambda d: {k: v for k, v in d.items() if k not in ignored}  # noqa: E731
+    return report if settings(report["config"]) == settings(asdict(cfg)) else None
+
+
 def ensure_model(cfg: EmergenceConfig) -> tuple[Path, dict]:
     """The folder of ``cfg``'s model and its report, building it first if it is not there
     (or was built with other settings)."""
     out = cfg.folder()
-    rep = out / "emergence_report.json"
-    if rep.exists():
-        report = json.loads(rep.read_text())
-        same = {k: v for k, v in report["config"].items() if k not in ("overwrite", "progress", "out_dir")} == {
-            k: v for k, v in asdict(cfg).items() if k not in ("overwrite", "progress", "out_dir")
-        }
-        if same:
-            return out, report
+    report = built_report(cfg)
+    if report is not None:
+        return out, report
     from dataclasses import replace
 
     return out, make_model(
@@ -363,8 +371,8 @@ def fit_rate(p0: float, q: float, G: int, steps: float, prompts: int | None = No
 
 def takeover_step(df, key: str = "scratchpad_frac", half: float = 0.5) -> float:
     """The first training step whose batch has at least ``half`` scratchpad answers (``inf`` if none)."""
-    hit = df[df[key] >= half]["step"] if key in df else []
-    return float(hit.min()) if len(hit) else math.inf
+    step = steps_to(df, half, key) if key in df else math.nan
+    return math.inf if math.isnan(step) else step
 
 
 # --------------------------------------------------------------------------- #
@@ -611,7 +619,7 @@ def profile_table(models: dict) -> pd.DataFrame:
 
 def samples_at(run_dir, steps: Sequence[int]) -> pd.DataFrame:
     """The answers the run's evaluations logged (the first sample of each of the first 4 test prompts) at ``steps``: one column per step."""
-    rows = [json.loads(line) for line in (Path(run_dir) / "samples.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_rows(Path(run_dir) / "samples.jsonl")
     table = {}
     for s in steps:
         at = [r for r in rows if r["step"] == s]
@@ -677,8 +685,7 @@ def claim_fields(*labels: str) -> dict:
 
 def prepare_models(models: Sequence[tuple[str, float | None]]) -> None:
     """Build the base models a claim trains from, if they are not there yet."""
-    for kind, share in models:
-        ensure_model(model_cfg(kind, share, fast=False))
+    ensure_models([model_cfg(kind, share, fast=False) for kind, share in models], jobs=1)
 
 
 def _ensure_one(cfg: EmergenceConfig) -> str:
@@ -690,15 +697,7 @@ def _ensure_one(cfg: EmergenceConfig) -> str:
 def ensure_models(cfgs: Sequence[EmergenceConfig], jobs: int = 2) -> list[tuple[Path, dict]]:
     """:func:`ensure_model` of each, ``jobs`` at a time in worker processes (the primed models
     after the rest: they start from the incompetent one). Returns each (folder, report)."""
-
-    def current(cfg):
-        rep = cfg.folder() / "emergence_report.json"
-        ignored = ("overwrite", "progress", "out_dir")
-        return rep.exists() and {
-            k: v for k, v in json.loads(rep.read_text())["config"].items() if k not in ignored
-        } == {k: v for k, v in asdict(cfg).items() if k not in ignored}
-
-    todo = [c for c in cfgs if not current(c)]
+    todo = [c for c in cfgs if built_report(c) is None]
     if todo and jobs > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
