@@ -86,8 +86,8 @@ lab: install  ## open the notebooks; read them in order 00 -> 13 (12 and 13 may 
 	$(BIN)/jupyter lab notebooks/
 
 notebooks: install  ## re-run every notebook in full mode and keep the outputs (the committed figures)
-	cd notebooks && for nb in [0-9][0-9]_*.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=3600 $$nb || exit 1; done
-	$(BIN)/python docs/build_book.py --settle notebooks/[0-9][0-9]_*.ipynb  # saved progress bars show where they ended, not 0%
+	cd notebooks && for nb in [0-9][0-9]*_*.ipynb; do ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=3600 $$nb || exit 1; done
+	$(BIN)/python docs/build_book.py --settle notebooks/[0-9][0-9]*_*.ipynb  # saved progress bars show where they ended, not 0%
 
 student: install  ## the student edition for a class: every notebook without its worked solutions, exercise outputs cleared -> build/student
 	$(BIN)/rlalgos student build/student --overwrite

@@ -116,7 +116,7 @@ def stage(stage_dir: Path) -> Path:
         shutil.copy2(page, stage_dir / page.name)
     shutil.copytree(ROOT / "docs" / "figures", stage_dir / "figures")
     (stage_dir / "notebooks").mkdir()
-    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
         stage_notebook(nb, stage_dir / "notebooks" / nb.name)
     shutil.copytree(
         mathjax_dir(),
@@ -142,7 +142,7 @@ def build(
     cfg = load_config(str(CONFIG), docs_dir=str(stage_dir), site_dir=str(site_dir), strict=strict)
     mkdocs_build(cfg)
     # the download button serves the notebook as committed (the staged copy's widgets are text)
-    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
         shutil.copy2(nb, site_dir / "notebooks" / nb.name)
     return site_dir
 

@@ -197,5 +197,5 @@ def test_glossary_has_every_term():
 
 def test_glossary_notebooks_exist():
     text = GLOSSARY.read_text(encoding="utf-8")
-    for nb in set(re.findall(r"\.\./notebooks/(\d\d_[a-z_]+\.ipynb)", text)):
+    for nb in set(re.findall(r"\.\./notebooks/(\d\d[a-z]?_[a-z_]+\.ipynb)", text)):
         assert (claims.NOTEBOOKS / nb).exists(), nb

@@ -73,10 +73,10 @@ def test_the_cli_refuses_a_folder_with_files_and_overwrite_keeps_them(tmp_path, 
     assert sorted(x.name for x in out.iterdir()) == [NB01.name, mine.name] and stale.read_text() == "{}"
 
     assert cli.main(["student", str(out), "--overwrite"]) == 0
-    assert f"student edition of {len(list(NOTEBOOKS.glob('[0-9][0-9]_*.ipynb')))} notebooks" in capsys.readouterr().out
+    assert f"student edition of {len(list(NOTEBOOKS.glob('[0-9][0-9]*_*.ipynb')))} notebooks" in capsys.readouterr().out
     assert mine.read_bytes() == b"teacher's notes\n\xe2\x9c\x93 keep me\n"  # the user's file, byte for byte
     names = sorted(x.name for x in out.iterdir())
-    assert names == sorted([mine.name] + [p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")])
+    assert names == sorted([mine.name] + [p.name for p in NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")])
     assert (
         nbformat.read(stale, as_version=4).cells == student_notebook(nbformat.read(NB01, as_version=4)).cells
     )  # replaced
@@ -117,7 +117,7 @@ def test_a_student_notebook_runs_and_its_checks_say_not_answered(tmp_path, monke
     assert (tmp_path / "runs").is_dir()
 
 
-@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.stem)
 def test_every_solution_cell_hides_its_code_and_its_output(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     for i, cell in enumerate(c for c in cells if is_solution(c)):

@@ -22,7 +22,7 @@ import nbformat
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """The repository's notebooks (a checkout or an editable install; a wheel ships none)."""
 
-NOTEBOOKS = "[0-9][0-9]_*.ipynb"
+NOTEBOOKS = "[0-9][0-9]*_*.ipynb"
 
 # The exercises' introduction points at the solution cells; the edition has none.
 SOLUTION_SENTENCE = (
