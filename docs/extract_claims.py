@@ -9,7 +9,7 @@ regenerate docs/claims.md, README.md's summary and docs/what_matters.md from the
 import sys
 
 from rlalgos.workbook.claims import report, write_published
-from rlalgos.workbook.matters import write_page
+from rlalgos.workbook.matters_page import write_page
 
 if __name__ == "__main__":
     for path in write_published(ids=sys.argv[1:] or None):

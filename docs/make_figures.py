@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from rlalgos import core  # noqa: E402
-from rlalgos.workbook import diagrams  # noqa: E402
+from rlalgos.workbook import diagrams, loss_weights  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 EOS = "<eos>"
@@ -48,7 +48,7 @@ def main(argv=None) -> list[Path]:
         "failure_chain": diagrams.failure_chain(),
         "dataflow": diagrams.dataflow(),
         "family_tree": diagrams.family_tree(),
-        "token_view": diagrams.token_view(
+        "token_view": loss_weights.token_view(
             tokens,
             adv,
             mask,

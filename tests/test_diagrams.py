@@ -1,4 +1,5 @@
-"""The teaching pictures: their labels, no overlapping text, and token weights equal to the hand-computed ones."""
+"""The teaching pictures (rlalgos.workbook.diagrams, rlalgos.workbook.loss_weights): their labels,
+no overlapping text, and token weights equal to the hand-computed ones."""
 
 import importlib.util
 from itertools import combinations
@@ -13,14 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlalgos.workbook.diagrams import (
-    dataflow,
-    failure_chain,
-    family_tree,
-    token_view,
-    token_view_from_rollout,
-    token_weights,
-)
+from rlalgos.workbook.diagrams import dataflow, failure_chain, family_tree
+from rlalgos.workbook.loss_weights import token_view, token_view_from_rollout, token_weights
 
 ROOT = Path(__file__).resolve().parent.parent
 

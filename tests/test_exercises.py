@@ -63,6 +63,8 @@ def test_numeric_answers():
     assert judge("09.1", ("fall", "rise"))[0] and not judge("09.1", ("rise", "rise"))[0]
     assert judge("09.2", (0.06, 0.064))[0] and not judge("09.2", (0.05, 0.05))[0]
     assert judge("10.1", (0.0, 1.2, 0.0, -0.8))[0] and not judge("10.1", (1.2, 1.2, -0.8, -0.8))[0]
+    q_d = dict(q=0.5443, d=0.0587)  # a run's measurements: the answer typed from their printed digits passes
+    assert judge("12.1", (0.544, 0.059), **q_d)[0] and not judge("12.1", (0.6, 0.059), **q_d)[0]
     ok, line = judge("05.1", "eight sevenths")
     assert not ok and "ValueError" in line
 

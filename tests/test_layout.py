@@ -15,6 +15,7 @@ a fresh interpreter.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,23 @@ def test_light_modules_import_neither_torch_nor_transformers(module):
     code = f"import sys, {module}; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr[-1000:]
+
+
+def layout_entries(folder: str) -> set[str]:
+    """The entries docs/layout.md's tree lists under ``folder/`` (``name.py`` or ``name/``)."""
+    tree = (PKG.parent / "docs" / "layout.md").read_text(encoding="utf-8").split("```")[1]
+    out, inside = set(), False
+    for line in tree.splitlines():
+        if re.match(r"^  \S", line):  # a folder or file of rlalgos/ itself
+            inside = line.split()[0] == f"{folder}/"
+        elif inside and (m := re.match(r"^    (\w+(?:\.py|/))", line)):
+            out.add(m[1])
+    return out
+
+
+def test_layout_md_lists_every_workbook_module():
+    """docs/layout.md names each module and subpackage of workbook/ once, and nothing that is gone."""
+    here = {p.name for p in (PKG / "workbook").glob("*.py") if p.stem != "__init__"}
+    here |= {f"{p.name}/" for p in (PKG / "workbook").iterdir() if (p / "__init__.py").is_file()}
+    listed = layout_entries("workbook")
+    assert listed == here, f"not in docs/layout.md: {sorted(here - listed)}; listed but gone: {sorted(listed - here)}"

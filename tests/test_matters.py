@@ -1,4 +1,4 @@
-"""The "what matters when" table (rlalgos.workbook.matters, docs/what_matters.md) and the glossary (docs/glossary.md)."""
+"""The "what matters when" table (rlalgos.workbook.matters and matters_page, docs/what_matters.md) and the glossary (docs/glossary.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from rlalgos.workbook.stats import is_share
-from rlalgos.workbook import claims, matters
+from rlalgos.workbook import claims, matters, matters_page, matters_sources
 
 TRICKS = (
     "dynamic sampling",
@@ -34,12 +34,12 @@ TRICKS = (
 
 @pytest.fixture(scope="module")
 def table():
-    return matters.matters_table()
+    return matters_page.matters_table()
 
 
 def test_every_trick_has_a_row(table):
     assert set(TRICKS) <= set(table["trick"])
-    assert table["trick"].is_unique and list(table.columns) == list(matters.COLUMNS)
+    assert table["trick"].is_unique and list(table.columns) == list(matters_page.COLUMNS)
     assert not table.isna().any().any() and (table.map(str).map(len) > 0).all().all()
 
 
@@ -61,15 +61,15 @@ def test_every_number_equals_the_published_records():
     """Each tested effect in the table is the record's own (diff, interval, seeds, verdict), and every effect of a record
     that a row names is shown."""
     records = claims.load_published()
-    table = matters.matters_table().set_index("trick")
+    table = matters_page.matters_table().set_index("trick")
     for t in matters.TRICKS:
-        cell = table.loc[t.name, matters.COLUMNS[3]]
+        cell = table.loc[t.name, matters_page.COLUMNS[3]]
         for s in t.tested:
-            effects = matters.selected_effects(s, records[s.claim])
+            effects = matters_page.selected_effects(s, records[s.claim])
             if not effects:
                 assert f"{s.claim} ({matters.REGIMES[s.claim]}): {records[s.claim]['verdict']}" in cell
             for e in effects:
-                line = matters.effect_text(e)
+                line = matters_page.effect_text(e)
                 assert f"{s.claim} ({matters.REGIMES[s.claim]}): {line}" in cell
                 scale = 100.0 if is_share(e["metric"]) else 1.0
                 num = r"[+-]?\d+(?:\.\d*)?(?:e[+-]?\d+)?"
@@ -93,23 +93,23 @@ def test_every_number_equals_the_published_records():
 def test_measured_numbers_come_from_their_sources(table):
     """Every measured frequency is read from its committed source, and is printed in the table with its citation."""
     records = claims.load_published()
-    fired = dict(zip(table["trick"], table[matters.COLUMNS[2]]))
+    fired = dict(zip(table["trick"], table[matters_page.COLUMNS[2]]))
     for t in matters.TRICKS:
         assert t.measured or t.unmeasured, t.name
-        for text, cite in matters.measured_lines(t, records):
+        for text, cite in matters_page.measured_lines(t, records):
             assert f"{text} [{cite}]" in fired[t.name]
         if not t.measured:
-            assert fired[t.name].startswith(matters.NOT_MEASURED)
+            assert fired[t.name].startswith(matters_page.NOT_MEASURED)
 
 
 @pytest.mark.parametrize("file, line", matters.quoted_sources(), ids=lambda x: x[:40])
 def test_quoted_source_lines_are_still_committed(file, line):
     """A number that exists only in a printout is quoted with its exact line: the line must still be there."""
-    assert matters.quoted_where(file, line).startswith(file)
+    assert matters_sources.quoted_where(file, line).startswith(file)
 
 
 def test_page_is_what_the_generator_writes_now():
-    assert matters.PAGE.read_text(encoding="utf-8") == matters.render_page(matters.matters_table()), (
+    assert matters_page.PAGE.read_text(encoding="utf-8") == matters_page.render_page(matters_page.matters_table()), (
         "docs/what_matters.md differs from the generator: run python docs/make_what_matters.py"
     )
 

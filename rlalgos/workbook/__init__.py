@@ -1,5 +1,6 @@
-"""What the notebooks teach with: self-checking exercises (:mod:`.exercises`),
-diagrams (:mod:`.diagrams`), mechanism measurements on real rollouts
-(:mod:`.mechanisms`), plots (:mod:`.plots`), paired statistics (:mod:`.stats`),
-the SFT that builds the base model (:mod:`.sft`) and the learned reward model
-(:mod:`.reward_model`)."""
+"""What the notebooks teach with: the exercises, pictures, measurements, plots and statistics of
+the notebooks, the SFT and reward model behind the shipped checkpoints, and the claims scorecard.
+
+One module (or subpackage) per concern, each opening with what it holds; docs/layout.md lists
+them all with a line each (``tests/test_layout.py`` checks that list against this folder).
+"""

@@ -1,15 +1,12 @@
-"""Teaching pictures: GRPO's failure chain, PPO vs GRPO data flow, and per-token loss weights.
+"""Teaching pictures drawn as boxes and arrows: GRPO's failure chain, the family tree, PPO vs GRPO data flow.
 
 * :func:`failure_chain`: the failures of vanilla GRPO that feed each other, and
   where each of DAPO's tricks cuts the chain.
 * :func:`dataflow`: which models PPO and GRPO run, and what each computes.
 * :func:`family_tree`: the algorithm progression (REINFORCE -> PPO -> GRPO -> DAPO) and
   where each later variant, loss and the rollout correction sit, with their papers.
-* :func:`token_view`: one batch drawn token by token, each token coloured by its
-  weight in the loss under two aggregations (the length dilution made visible).
-  :func:`token_weights` computes those weights by autograd through
-  :func:`rlalgos.core.aggregate_loss`, so the picture cannot disagree with training.
 
+The token-level picture of the loss weights is :mod:`rlalgos.workbook.loss_weights`.
 ``python docs/make_figures.py`` renders them into docs/figures/.
 """
 
@@ -18,141 +15,9 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
-import torch
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
 
-from .. import core
-
-# Okabe-Ito: distinguishable under the common colour-vision deficiencies.
-BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY = "#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#7F7F7F"
-FILL = {
-    "failure": "#FCE9C4",
-    "effect": "#EDEDED",
-    "cause": "#FFFFFF",
-    "trained": "#D3E6F3",
-    "frozen": "#E6E6E6",
-    "function": "#CDEBE1",
-    "data": "#FFFFFF",
-    "absent": "#FFFFFF",
-    "note": "#FFFFFF",
-}
-EDGE = {
-    "failure": ORANGE,
-    "effect": GREY,
-    "cause": "#333333",
-    "trained": BLUE,
-    "frozen": GREY,
-    "function": GREEN,
-    "data": "#333333",
-    "absent": "#AAAAAA",
-    "note": SKY,
-}
-TOKEN_CMAP = "RdBu"  # diverging: red = pushed down (A < 0), blue = pushed up (A > 0), white = 0
-MODE_TITLES = {
-    "seq-mean-token-mean": "per-answer mean (GRPO, seq-mean-token-mean): weight A_i / (B·|y_i|)",
-    "token-mean": "token-level mean (DAPO, token-mean): weight A_i / Σ_j |y_j|",
-    "seq-mean-token-sum-norm": "constant normaliser (Dr. GRPO, seq-mean-token-sum-norm): weight A_i / (B·T)",
-}
-
-
-# --------------------------------------------------------------------------- #
-# Drawing helpers (coordinates in data units; the diagrams use 1 unit ~ 1 inch)
-# --------------------------------------------------------------------------- #
-
-
-def _canvas(ax, size: tuple[float, float] | None, xlim: tuple[float, float], ylim: tuple[float, float]):
-    """A blank axis with fixed limits (a new figure of ``size`` inches when ``ax`` is None)."""
-    if ax is None:
-        fig = plt.figure(figsize=size)
-        ax = fig.add_axes([0, 0, 1, 1])
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_axis_off()
-    return ax.figure, ax
-
-
-def _box(
-    ax, x: float, y: float, w: float, h: float, title: str, body: str = "", kind: str = "failure", size: float = 8.0
-):
-    """A rounded box centred at (x, y): a bold title line and a smaller body under it."""
-    dashed = kind in ("absent", "note")
-    ax.add_patch(
-        FancyBboxPatch(
-            (x - w / 2, y - h / 2),
-            w,
-            h,
-            boxstyle="round,pad=0,rounding_size=0.08",
-            fc=FILL[kind],
-            ec=EDGE[kind],
-            lw=1.0 if dashed else 1.6,
-            ls="--" if dashed else "-",
-            zorder=2,
-        )
-    )
-    colour = "#888888" if kind == "absent" else "black"
-    if not body:
-        ax.text(x, y, title, ha="center", va="center", fontsize=size + 1, fontweight="bold", color=colour, zorder=3)
-        return
-    lines = body.count("\n") + 1
-    line_h = size * 1.25 / 72  # inches per body line
-    top = y + (lines * line_h + (size + 1) * 1.3 / 72) / 2
-    ax.text(x, top, title, ha="center", va="top", fontsize=size + 1, fontweight="bold", color=colour, zorder=3)
-    ax.text(
-        x,
-        top - (size + 1) * 1.35 / 72,
-        body,
-        ha="center",
-        va="top",
-        fontsize=size,
-        color=colour,
-        linespacing=1.1,
-        zorder=3,
-    )
-
-
-def _arrow(ax, start, end, colour: str = "#333333", dashed: bool = False, rad: float = 0.0):
-    ax.add_patch(
-        FancyArrowPatch(
-            start,
-            end,
-            arrowstyle="-|>",
-            mutation_scale=14,
-            lw=1.5,
-            color=colour,
-            ls="--" if dashed else "-",
-            connectionstyle=f"arc3,rad={rad}",
-            shrinkA=0,
-            shrinkB=0,
-            zorder=1,
-        )
-    )
-
-
-def _cut(ax, x: float, y: float, label: str, detail: str, label_y: float):
-    """A trick that cuts a link: a vermillion bar across the arrow at (x, y), and the trick's
-    name (bold, with a scissors mark) and detail (boxed) at ``label_y``, above or below, joined by a leader."""
-    ax.plot([x, x], [y - 0.22, y + 0.22], color=VERMILLION, lw=5, solid_capstyle="butt", zorder=4)
-    above = label_y > y
-    ax.plot([x, x], [y + (0.22 if above else -0.22), label_y], color=VERMILLION, lw=0.8, ls=":", zorder=1)
-    boxed = dict(
-        ha="center",
-        fontsize=8,
-        linespacing=1.15,
-        zorder=5,
-        bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=VERMILLION, lw=1.2),
-    )
-    heading = dict(ha="center", fontsize=8.5, fontweight="bold", zorder=5)
-    if above:  # the box sits on label_y, the name on top of it
-        box = ax.text(x, label_y + 0.04, detail, va="bottom", **boxed)
-        ax.annotate(
-            f"✂ {label}", (0.5, 1), xycoords=box, xytext=(0, 4), textcoords="offset points", va="bottom", **heading
-        )
-    else:  # the name hangs from label_y, the box under it
-        name = ax.text(x, label_y, f"✂ {label}", va="top", **heading)
-        ax.annotate(detail, (0.5, 0), xycoords=name, xytext=(0, -5), textcoords="offset points", va="top", **boxed)
-
+from .drawing import BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY, FILL, EDGE, arrow, box, canvas, cut
 
 # --------------------------------------------------------------------------- #
 # 1. The failure chain of vanilla GRPO
@@ -168,7 +33,7 @@ def failure_chain(ax=None):
     truncation -> noisy rewards, which feed the noisy gradient too.
     Returns the Figure (``ax``'s figure when given; draw on a ~10 x 5.5 inch axis).
     """
-    fig, ax = _canvas(ax, (10, 5.5), (0, 10), (0, 5.5))
+    fig, ax = canvas(ax, (10, 5.5), (0, 10), (0, 5.5))
     xs, w, h = (1.2, 3.7, 6.2, 8.7), 2.05, 1.12
     top, bottom = 3.62, 1.55
     ax.text(
@@ -181,7 +46,7 @@ def failure_chain(ax=None):
         fontweight="bold",
     )
 
-    _box(
+    box(
         ax,
         xs[0],
         top,
@@ -191,7 +56,7 @@ def failure_chain(ax=None):
         "ratio capped at 1.2 where\nA > 0: a rare good token\ngains at most ×1.2 a step",
         "cause",
     )
-    _box(
+    box(
         ax,
         xs[1],
         top,
@@ -201,7 +66,7 @@ def failure_chain(ax=None):
         "the policy becomes\nnear-deterministic;\nexploration stops",
         "failure",
     )
-    _box(
+    box(
         ax,
         xs[2],
         top,
@@ -211,7 +76,7 @@ def failure_chain(ax=None):
         "a sharp policy answers the\nsame way G times: equal\nrewards → A = 0 → no gradient",
         "failure",
     )
-    _box(
+    box(
         ax,
         xs[3],
         top,
@@ -221,7 +86,7 @@ def failure_chain(ax=None):
         "fewer answers carry\nsignal → noisier gradient,\nlearning stalls",
         "effect",
     )
-    _box(
+    box(
         ax,
         xs[0],
         bottom,
@@ -231,15 +96,15 @@ def failure_chain(ax=None):
         "per-answer mean: a token\nweighs 1/|y|, so a long\nwrong answer is barely pushed",
         "failure",
     )
-    _box(ax, xs[1], bottom, w, h, "answers grow", "rambling costs little,\nso lengths drift up", "effect")
-    _box(ax, xs[2], bottom, w, h, "truncation", "answers run into\nmax_new_tokens", "failure")
-    _box(ax, xs[3], bottom, w, h, "noisy rewards", "a right answer cut off\nscores 0", "effect")
+    box(ax, xs[1], bottom, w, h, "answers grow", "rambling costs little,\nso lengths drift up", "effect")
+    box(ax, xs[2], bottom, w, h, "truncation", "answers run into\nmax_new_tokens", "failure")
+    box(ax, xs[3], bottom, w, h, "noisy rewards", "a right answer cut off\nscores 0", "effect")
 
     for row in (top, bottom):
         for a, b in zip(xs, xs[1:]):
-            _arrow(ax, (a + w / 2, row), (b - w / 2, row))
-    _arrow(ax, (xs[3], bottom + h / 2), (xs[3], top - h / 2))
-    _arrow(ax, (xs[2], bottom + h / 2), (xs[2], top - h / 2), dashed=True)
+            arrow(ax, (a + w / 2, row), (b - w / 2, row))
+    arrow(ax, (xs[3], bottom + h / 2), (xs[3], top - h / 2))
+    arrow(ax, (xs[2], bottom + h / 2), (xs[2], top - h / 2), dashed=True)
     ax.text(
         xs[2] + 0.08,
         (top + bottom) / 2,
@@ -260,10 +125,10 @@ def failure_chain(ax=None):
     )
 
     gap = [(a + b) / 2 for a, b in zip(xs, xs[1:])]
-    _cut(ax, gap[0], top, "clip-higher", "ε_high = 0.28: rare tokens\ncan rise faster", 4.45)
-    _cut(ax, gap[2], top, "dynamic sampling", "drop all-equal groups,\nresample to a full batch", 4.45)
-    _cut(ax, gap[0], bottom, "token-level loss (token-mean)", "every token weighs 1 / Σ_j |y_j|", 0.93)
-    _cut(
+    cut(ax, gap[0], top, "clip-higher", "ε_high = 0.28: rare tokens\ncan rise faster", 4.45)
+    cut(ax, gap[2], top, "dynamic sampling", "drop all-equal groups,\nresample to a full batch", 4.45)
+    cut(ax, gap[0], bottom, "token-level loss (token-mean)", "every token weighs 1 / Σ_j |y_j|", 0.93)
+    cut(
         ax,
         gap[2],
         bottom,
@@ -304,7 +169,7 @@ def failure_chain(ax=None):
 
 
 # --------------------------------------------------------------------------- #
-# 1b. The family tree: the progression and where each variant sits
+# 2. The family tree: the progression and where each variant sits
 # --------------------------------------------------------------------------- #
 
 TREE_MAIN = (
@@ -352,7 +217,7 @@ def family_tree(ax=None):
     its paper and the notebook that measures it.
     Returns the Figure (``ax``'s figure when given; draw on a ~12 x 6 inch axis).
     """
-    fig, ax = _canvas(ax, (12, 6), (0, 12), (0, 6))
+    fig, ax = canvas(ax, (12, 6), (0, 12), (0, 6))
     ax.text(
         6,
         5.82,
@@ -364,18 +229,18 @@ def family_tree(ax=None):
     )
     xs, w, h, top = (1.5, 4.5, 7.5, 10.5), 2.75, 1.12, 4.85
     for x, (title, body) in zip(xs, TREE_MAIN):
-        _box(ax, x, top, w, h, title, body, "trained", size=7.5)
+        box(ax, x, top, w, h, title, body, "trained", size=7.5)
     for a, b in zip(xs, xs[1:]):
-        _arrow(ax, (a + w / 2, top), (b - w / 2, top))
+        arrow(ax, (a + w / 2, top), (b - w / 2, top))
     mid = 2.85
-    _box(ax, xs[0], mid, w, 1.45, *TREE_RLOO, "function", size=7.2)
-    _arrow(ax, (xs[0], top - h / 2), (xs[0], mid + 1.45 / 2))
+    box(ax, xs[0], mid, w, 1.45, *TREE_RLOO, "function", size=7.2)
+    arrow(ax, (xs[0], top - h / 2), (xs[0], mid + 1.45 / 2))
     (va, vb), (la, lb) = TREE_VARIANTS, TREE_LOSSES
-    _box(ax, 5.35, mid, 3.75, 1.45, va, vb, "note", size=7.2)
-    _box(ax, 9.55, mid, 4.45, 1.45, la, lb, "note", size=7.2)
-    _arrow(ax, (xs[2] - 0.35, top - h / 2), (5.9, mid + 1.45 / 2))
-    _arrow(ax, (xs[2] + 0.35, top - h / 2), (9.0, mid + 1.45 / 2))
-    _box(ax, 6, 1.25, 11.4, 0.85, *TREE_SAMPLES, "note", size=7.2)
+    box(ax, 5.35, mid, 3.75, 1.45, va, vb, "note", size=7.2)
+    box(ax, 9.55, mid, 4.45, 1.45, la, lb, "note", size=7.2)
+    arrow(ax, (xs[2] - 0.35, top - h / 2), (5.9, mid + 1.45 / 2))
+    arrow(ax, (xs[2] + 0.35, top - h / 2), (9.0, mid + 1.45 / 2))
+    box(ax, 6, 1.25, 11.4, 0.85, *TREE_SAMPLES, "note", size=7.2)
     ax.legend(
         handles=[
             Rectangle(
@@ -406,7 +271,7 @@ def family_tree(ax=None):
 
 
 # --------------------------------------------------------------------------- #
-# 2. PPO vs GRPO data flow
+# 3. PPO vs GRPO data flow
 # --------------------------------------------------------------------------- #
 
 STEP_Y = [5.3 - 0.64 * i for i in range(8)]  # y of each pipeline step, top to bottom
@@ -417,12 +282,12 @@ def _pipeline(ax, title: str, steps: Sequence[tuple[str, str]], models: dict[int
     ax.text(2.9, 6.05, title, ha="center", va="center", fontsize=12.5, fontweight="bold")
     sx, sw, mx, mw, h = 3.75, 3.35, 1.0, 1.75, 0.48
     for i, (name, detail) in enumerate(steps):
-        _box(ax, sx, STEP_Y[i], sw, h, name, detail, kind="data", size=7.5)
+        box(ax, sx, STEP_Y[i], sw, h, name, detail, kind="data", size=7.5)
         if i:
-            _arrow(ax, (sx, STEP_Y[i - 1] - h / 2), (sx, STEP_Y[i] + h / 2))
+            arrow(ax, (sx, STEP_Y[i - 1] - h / 2), (sx, STEP_Y[i] + h / 2))
     for i, (name, role, kind) in models.items():
-        _box(ax, mx, STEP_Y[i], mw, h, name, role, kind, size=7)
-        _arrow(
+        box(ax, mx, STEP_Y[i], mw, h, name, role, kind, size=7)
+        arrow(
             ax,
             (mx + mw / 2, STEP_Y[i]),
             (sx - sw / 2, STEP_Y[i]),
@@ -452,7 +317,7 @@ def dataflow(ax=None):
     else:
         axes, fig = ax, ax[0].figure
     for a in axes:
-        _canvas(a, None, (0, 5.8), (-0.1, 6.35))
+        canvas(a, None, (0, 5.8), (-0.1, 6.35))
     _pipeline(
         axes[0],
         "PPO: a learned critic, per-token advantages",
@@ -516,152 +381,3 @@ def dataflow(ax=None):
         handlelength=1.4,
     )
     return fig
-
-
-# --------------------------------------------------------------------------- #
-# 3. Token-level view of the loss weights
-# --------------------------------------------------------------------------- #
-
-
-def token_weights(advantages, mask, mode: str = "token-mean", max_len: int | None = None) -> np.ndarray:
-    """Each token's weight in the policy-gradient loss: ``-d loss / d logp`` for
-    ``loss = core.aggregate_loss(-A * logp, mask, mode)``, by autograd (so it is what training uses).
-
-    Positive: the token's log-prob is pushed up; negative: down; 0 on padding.
-    ``seq-mean-token-mean`` gives ``A_i / (B·|y_i|)``, ``token-mean`` gives ``A_i / Σ_j |y_j|``.
-
-    advantages: (B,) one per answer, or (B, T) per token; mask: (B, T). Returns (B, T) float64.
-    """
-    m = torch.as_tensor(np.asarray(mask, dtype=np.float64))  # (B, T)
-    a = torch.as_tensor(np.asarray(advantages, dtype=np.float64))
-    a = a[:, None].expand_as(m) if a.dim() == 1 else a  # (B, T)
-    logp = torch.zeros_like(m, requires_grad=True)
-    core.aggregate_loss(-a * logp, m, mode, max_len).backward()
-    return (-logp.grad * m).numpy()
-
-
-def _display_token(tok: str) -> str:
-    """Whitespace as visible marks, ``<eos>`` as ``eos``."""
-    if len(tok) > 2 and tok[0] == "<" and tok[-1] == ">":
-        return tok[1:-1]
-    return {" ": "␣", "\n": "⏎", "\t": "⇥"}.get(tok, tok)
-
-
-def token_view(
-    tokens: Sequence[Sequence[str]],
-    advantages,
-    mask,
-    rewards=None,
-    rows: Sequence[int] | None = None,
-    modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"),
-    max_tokens: int | None = None,
-    title: str | None = None,
-):
-    """One batch drawn token by token, each token coloured by its loss weight under each aggregation.
-
-    tokens: B lists of token strings, row i covering at least its masked positions (padding may be omitted);
-    advantages: (B,) or (B, T); mask: (B, T), 1 on completion tokens; rewards: optional (B,), printed at the row's end.
-    The weights (:func:`token_weights`) are computed on all B rows, since the aggregation normalises over
-    the whole batch; ``rows`` picks the rows drawn (default all); ``max_tokens`` cuts the display width (…).
-    One panel per mode, stacked, each with its own diverging colour scale centred at 0
-    (blue: log-prob pushed up, red: pushed down). Returns the Figure.
-    """
-    mask = np.asarray(mask, dtype=np.float64)
-    rows = list(range(mask.shape[0])) if rows is None else list(rows)
-    lengths = mask.sum(1).astype(int)
-    longest = int(max(lengths[rows]))
-    width = longest if max_tokens is None else min(longest, max_tokens)
-    cell, row_h = (0.27 if width <= 40 else 0.2), 0.36  # inches per token box, per row
-    grid_w, label_w, cbar_w = width * cell + 0.3, 1.1, 0.75
-    panel_h, head, gap = len(rows) * row_h, 0.32, 0.22
-    top = 0.42 if title else 0.08
-    fig_w = max(6.0, 0.1 + grid_w + label_w + cbar_w)
-    fig_h = top + len(modes) * (head + panel_h) + (len(modes) - 1) * gap + 0.42
-    fig = plt.figure(figsize=(fig_w, fig_h))
-    if title:
-        fig.text(0.1 / fig_w, 1 - 0.22 / fig_h, title, ha="left", va="center", fontsize=11, fontweight="bold")
-    cmap = plt.get_cmap(TOKEN_CMAP)
-    y = fig_h - top
-    for mode in modes:
-        w = token_weights(advantages, mask, mode)  # (B, T)
-        vmax = float(np.abs(w[rows]).max()) or 1.0
-        norm = TwoSlopeNorm(0.0, -vmax, vmax)
-        y -= head + panel_h
-        ax = fig.add_axes([0.1 / fig_w, y / fig_h, (grid_w + label_w) / fig_w, (panel_h + head) / fig_h])
-        ax.set_xlim(0, (grid_w + label_w) / cell)
-        ax.set_ylim(len(rows), -head / row_h)
-        ax.set_axis_off()
-        ax.text(
-            0, -head / row_h / 2, MODE_TITLES.get(mode, mode), ha="left", va="center", fontsize=9.5, fontweight="bold"
-        )
-        for r, i in enumerate(rows):
-            pos = np.flatnonzero(mask[i])
-            for c, t in enumerate(pos[:width]):
-                ax.add_patch(Rectangle((c + 0.04, r + 0.08), 0.92, 0.84, fc=cmap(norm(w[i, t])), ec="#BBBBBB", lw=0.4))
-                tok = _display_token(tokens[i][t])
-                ax.text(
-                    c + 0.5,
-                    r + 0.52,
-                    tok,
-                    ha="center",
-                    va="center",
-                    fontsize=7.5 if len(tok) < 2 else 6 if len(tok) < 4 else 4.5,
-                    color="white" if abs(w[i, t]) > 0.6 * vmax else "black",
-                    family="monospace",
-                )
-            if len(pos) > width:
-                ax.text(width + 0.1, r + 0.5, "…", ha="left", va="center", fontsize=9)
-            reward = f"r = {float(rewards[i]):g}, " if rewards is not None else ""
-            ax.text(
-                grid_w / cell,
-                r + 0.5,
-                f"{reward}{lengths[i]} tokens\nΣw = {w[i].sum():+.3f}",
-                ha="left",
-                va="center",
-                fontsize=7,
-                linespacing=1.1,
-            )
-        cax = fig.add_axes([(0.1 + grid_w + label_w + 0.05) / fig_w, y / fig_h, 0.12 / fig_w, panel_h / fig_h])
-        cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
-        cb.set_ticks([-vmax, 0, vmax])
-        cb.ax.tick_params(labelsize=6.5)
-        cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.3f}" if v else "0")
-        y -= gap
-    fig.text(
-        0.1 / fig_w,
-        0.2 / fig_h,
-        "colour: each token's weight w = −∂loss/∂log p (blue: pushed up, red: pushed down; scale per panel);"
-        " Σw: the answer's total push",
-        ha="left",
-        va="center",
-        fontsize=7.5,
-        color="#333333",
-    )
-    return fig
-
-
-def token_view_from_rollout(
-    ro,
-    tokenizer,
-    rows: Sequence[int] | None = None,
-    modes: Sequence[str] = ("seq-mean-token-mean", "token-mean"),
-    adv_scale: str = "std",
-    max_tokens: int | None = 60,
-    title: str | None = None,
-):
-    """:func:`token_view` of a :class:`rlalgos.record.Rollout`: advantages from
-    :func:`rlalgos.core.group_advantages` on its rewards, weights over the whole batch,
-    drawn for ``rows`` (default: the first group)."""
-    adv = core.group_advantages(ro.rewards, ro.group_size, adv_scale)  # (N,)
-    tokens = [tokenizer.convert_ids_to_tokens(ids) for ids in ro.completion_ids.tolist()]
-    rows = list(range(ro.group_size)) if rows is None else rows
-    return token_view(
-        tokens,
-        adv.cpu().numpy(),
-        ro.completion_mask.cpu().numpy(),
-        ro.rewards.cpu().numpy(),
-        rows,
-        modes,
-        max_tokens,
-        title,
-    )

@@ -1,102 +1,20 @@
-"""What matters when: one row per trick, generated from the claims records and the committed runs.
+"""What matters when: the facts behind the table, one :class:`Trick` per row.
 
-Each :class:`Trick` holds the facts that do not change with a run: what triggers it (the
-condition under which it changes the gradient), which claims of :mod:`rlalgos.workbook.claims`
-tested it, and what its paper reports at what scale. What does change with a run is read,
-never typed: the tested effects from the published records (``docs/claims/<id>.json``, via
-:func:`rlalgos.workbook.claims.load_published`), and how often the trigger fired from a
-:class:`Measured` source: a printed line kept in a published record, an effect of a record,
-a row of ``docs/bench/*.jsonl``, or, where the number was only printed, the exact committed
-line of a notebook output or a docs page (a test checks that each line is still there).
+Each trick holds what does not change with a run: what triggers it (the condition under which
+it changes the gradient), which claims of :mod:`rlalgos.workbook.claims` tested it, and what its
+paper reports at what scale. What does change with a run is read, never typed: the tested
+effects from the published records, and how often the trigger fired from a
+:class:`~rlalgos.workbook.matters_sources.Measured` source (a test checks that each is still there).
 
-:func:`matters_table` builds the table as a pandas DataFrame; :func:`render_page` writes
-``docs/what_matters.md`` from it (``python docs/make_what_matters.py``).
+:mod:`rlalgos.workbook.matters_page` builds the table from these facts and writes
+``docs/what_matters.md`` (``python docs/make_what_matters.py``).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Mapping, Sequence
+from dataclasses import dataclass
 
-import pandas as pd
-
-from .claims import JSON_DIR, ROOT, cell_outputs, get_claim, load_published
-from .stats import verdict_line
-
-PAGE = ROOT / "docs" / "what_matters.md"
-NOT_MEASURED = "not measured"
-
-
-# --------------------------------------------------------------------------- #
-# Where a measured trigger frequency comes from
-# --------------------------------------------------------------------------- #
-
-
-@dataclass(frozen=True)
-class Measured:
-    """How often a trick's trigger fired in one regime, read from a committed source.
-
-    ``text`` is a ``str.format`` template over the values read; ``where`` names the regime.
-    Exactly one source: ``claim`` with ``line`` (a line the record quotes) or with ``effect``
-    (``(arm, metric)`` of one of its effects and ``fields`` of it, e.g. ``("arm_mean",)``);
-    ``file`` a ``docs/bench/*.jsonl`` with ``match`` (the row whose items include these) and
-    ``fields``; or ``file`` a notebook or page with ``line`` (its committed output or text).
-    ``pattern`` reads the values off ``line`` (its groups, as printed)."""
-
-    text: str
-    where: str
-    claim: str = ""
-    file: str = ""
-    line: str = ""
-    pattern: str = ""
-    effect: tuple[str, str] | None = None
-    match: Mapping = field(default_factory=dict)
-    fields: tuple[str, ...] = ()
-
-    def read(self, records: Mapping[str, dict]) -> tuple[list, str]:
-        """(the values, the citation: the committed file and, for a printout, its cell)."""
-        if self.claim and self.line:
-            rec = records[self.claim]
-            hits = [q for q in rec["quotes"] if q["line"] == self.line]
-            if not hits:
-                raise ValueError(f"docs/claims/{self.claim}.json no longer quotes {self.line!r}")
-            return self._groups(), f"docs/claims/{self.claim}.json ({hits[0]['source']})"
-        if self.claim and self.effect:
-            rec = records[self.claim]
-            arm, metric = self.effect
-            hits = [e for e in rec["effects"] if (e["arm"], e["metric"]) == (arm, metric)]
-            if not hits:
-                raise ValueError(f"docs/claims/{self.claim}.json has no effect {arm}/{metric}")
-            return [hits[0][f] for f in self.fields], f"docs/claims/{self.claim}.json ({hits[0]['source']})"
-        if self.file.endswith(".jsonl"):
-            rows = [json.loads(x) for x in (ROOT / self.file).read_text(encoding="utf-8").splitlines() if x.strip()]
-            hits = [r for r in rows if all(r.get(k) == v for k, v in self.match.items())]
-            if len(hits) != 1:
-                raise ValueError(f"{self.file}: {len(hits)} rows match {dict(self.match)}, expected 1")
-            return [hits[0][f] for f in self.fields], self.file
-        return self._groups(), quoted_where(self.file, self.line)
-
-    def _groups(self) -> list:
-        m = re.search(self.pattern, self.line)
-        if not m:
-            raise ValueError(f"the pattern {self.pattern!r} does not match its line {self.line!r}")
-        return list(m.groups())
-
-
-def quoted_where(file: str, line: str) -> str:
-    """``file`` (and the cell of a notebook) where ``line`` is committed; ValueError if it is not."""
-    path = ROOT / file
-    if path.suffix == ".ipynb":
-        for i, texts in cell_outputs(path).items():
-            if any(line in t for t in texts):
-                return f"{file} cell {i}"
-        raise ValueError(f"the line {line!r} is no longer in the committed output of {file}")
-    if line in path.read_text(encoding="utf-8"):
-        return file
-    raise ValueError(f"the line {line!r} is no longer in {file}")
+from .matters_sources import Measured
 
 
 # --------------------------------------------------------------------------- #
@@ -116,15 +34,16 @@ class Tested:
 
 @dataclass(frozen=True)
 class Trick:
+    """One row of the table: a trick, its trigger, where that trigger's frequency was measured,
+    the claims that tested it and its paper's result at its own scale."""
+
     name: str
     knobs: tuple[str, ...]  # the rlalgos settings that switch it (the export table's rows)
     trigger: str
     measured: tuple[Measured, ...]
     tested: tuple[Tested, ...]
     paper: str
-    unmeasured: str = (
-        ""  # why there is no measured frequency (a trick that acts on every step, or a number never printed)
-    )
+    unmeasured: str = ""  # why there is no measured frequency (it acts on every step, or was never printed)
 
 
 NB04 = "notebook 04's regime (2-6-term sums, 4 minibatches), 3 seeds"
@@ -550,153 +469,6 @@ TRICKS: tuple[Trick, ...] = (
     ),
 )
 
-COLUMNS = (
-    "trick",
-    "trigger (when it changes the gradient)",
-    "how often it fired here",
-    "tested here: effect and verdict",
-    "its paper",
-)
-
-
-# --------------------------------------------------------------------------- #
-# Reading the records
-# --------------------------------------------------------------------------- #
-
-
-def effect_text(e: Mapping) -> str:
-    """One effect of a published record in the course's verdict format (:func:`rlalgos.workbook.stats.verdict_line`), e.g.
-    ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``."""
-    return verdict_line({**e, "seeds": len(e["seeds"])}, e["arm"], e["base"])
-
-
-def selected_effects(t: Tested, record: Mapping) -> list[dict]:
-    """The effects of ``record`` that ``t`` names (see :class:`Tested`)."""
-    if t.arm or t.metric:
-        return [
-            e
-            for e in record["effects"]
-            if (not t.arm or e["arm"] == t.arm) and (not t.metric or e["metric"] == t.metric)
-        ]
-    return [e for e in record["effects"] if e["headline"]]
-
-
-def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
-    """``t``'s lines: ``claim-id (regime): effect`` per selected effect, or the claim's verdict."""
-    record = records[t.claim]
-    head = f"{t.claim} ({REGIMES[t.claim]})"
-    effects = selected_effects(t, record)
-    if not effects:
-        if t.arm or t.metric:
-            raise ValueError(f"docs/claims/{t.claim}.json has no effect {t.arm or '*'}/{t.metric or '*'}")
-        seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
-        return [f"{head}: {record['verdict']}{seeds}"]
-    return [f"{head}: {effect_text(e)}" for e in effects]
-
-
-def measured_lines(trick: Trick, records: Mapping[str, dict]) -> list[tuple[str, str]]:
-    """(what fired, where it is committed) for each of the trick's measured sources."""
-    out = []
-    for m in trick.measured:
-        values, cite = m.read(records)
-        out.append((f"{m.text.format(*values)}; {m.where}", cite))
-    return out
-
-
-def matters_table(json_dir: str | Path = JSON_DIR) -> pd.DataFrame:
-    """The table, one row per trick: its trigger, how often the trigger fired in this project's runs
-    (with the committed file each number is read from), every tested effect with its 95% interval,
-    seeds and verdict, and its paper. Multi-entry cells are joined by newlines."""
-    records = load_published(json_dir)
-    rows = []
-    for t in TRICKS:
-        fired = [f"{text} [{cite}]" for text, cite in measured_lines(t, records)] or [f"{NOT_MEASURED}: {t.unmeasured}"]
-        tested = [line for s in t.tested for line in tested_lines(s, records)]
-        rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), "\n".join(tested), t.paper))))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def engine_names() -> pd.DataFrame:
-    """Each trick's rlalgos settings with their TRL and verl names, from the export's mapping table."""
-    from ..tools.export import ROWS
-
-    names = {r.setting: (r.trl, r.verl) for r in ROWS}
-    rows = []
-    for t in TRICKS:
-        for k in t.knobs:
-            trl, verl = names[k]
-            rows.append({"trick": t.name, "rlalgos": k, "TRL": trl or "(none)", "verl": verl or "(none)"})
-    return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- #
-# The page
-# --------------------------------------------------------------------------- #
-
-INTRO = """\
-# What matters when: which trick to turn on, and when
-
-Every trick of the improved-GRPO family changes the gradient only when something happens: a group
-whose rewards are all equal, a token whose ratio has moved past a bound, an answer cut at the length
-limit. This page puts, for each trick, that **trigger** next to **how often it fired** in this
-project's runs, the **regimes where it was tested** (effect, 95% interval, seeds, verdict) and
-**what its paper reports** at its own scale. It is generated from the claims registry
-(`rlalgos/workbook/claims.py`), its published records (`docs/claims/*.json`, see the
-[claims scorecard](claims.md)) and the committed benchmark rows and printouts
-(`python docs/make_what_matters.py`; `rlalgos/workbook/matters.py` holds the static facts),
-so its numbers cannot drift from the runs.
-
-**How to read it: "should I turn X on?"** Find X's row. If its trigger rarely fires in your runs,
-X can change little there, whatever its paper found at its scale: measure the trigger first (the
-metric names are in [Metrics](metrics.md)). If the trigger fires often and a regime like yours
-shows an effect, turn it on and check the same metric. A trick whose trigger is common and whose
-tests are within noise needs more seeds before a conclusion.
-
-**The verdict format** is the course's: `metric arm - base = diff (95% CI low..high, n seeds;
-detectable >= x) -> verdict`, the arm minus its baseline at the end of the runs, paired by seed.
-**shown**: the interval excludes 0 in the expected direction; **opposite**: it excludes 0 the other
-way; **within noise (could see >= x)**: it includes 0, and x, the interval's half-width, is the
-smallest effect this comparison could have told from zero. A null is not "no effect": an effect
-smaller than x, or one in a regime where the trigger never fires, is still possible. Rates and
-shares are in points (0.01 = 1 point); "detectable" is in the metric's units. Regime names:
-nb04 / nb08 = 2-6-term sums at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
-nb08 push = 16 updates per rollout; nb09 trap = easy direct-answer prompts beside hard ones only the
-rare scratchpad solves; exact = proved by a test.
-"""
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>")
-
-
-def render_page(table: pd.DataFrame) -> str:
-    """docs/what_matters.md from :func:`matters_table`."""
-    out = [
-        "<!-- generated by `python docs/make_what_matters.py` from docs/claims/*.json, docs/bench/*.jsonl and committed printouts: do not edit by hand -->",
-        "",
-        INTRO,
-        "| " + " | ".join(table.columns) + " |",
-        "|" + "---|" * len(table.columns),
-    ]
-    out += ["| " + " | ".join(_cell(str(v)) for v in row) + " |" for row in table.itertuples(index=False)]
-    names = engine_names()
-    out += [
-        "",
-        "## The same knobs in TRL and verl",
-        "",
-        "From the export's mapping table (`rlalgos export --to trl|verl`, [Moving to TRL or verl](engines.md)); (none): the engine has no such setting.",
-        "",
-        "| trick | rlalgos | TRL | verl |",
-        "|---|---|---|---|",
-    ]
-    out += [f"| {r.trick} | `{r.rlalgos}` | {_cell(r.TRL)} | {_cell(r.verl)} |" for r in names.itertuples(index=False)]
-    return "\n".join(out) + "\n"
-
-
-def write_page(out: str | Path = PAGE, json_dir: str | Path = JSON_DIR) -> Path:
-    Path(out).write_text(render_page(matters_table(json_dir)), encoding="utf-8")
-    return Path(out)
-
 
 def quoted_sources() -> list[tuple[str, str]]:
     """(file, line) of every measured number that exists only as a printed line (not in a record or a benchmark row)."""
@@ -706,13 +478,3 @@ def quoted_sources() -> list[tuple[str, str]]:
 def claim_ids() -> set[str]:
     """Every claim id the table names."""
     return {s.claim for t in TRICKS for s in t.tested} | {m.claim for t in TRICKS for m in t.measured if m.claim}
-
-
-def check() -> None:
-    """Every claim named exists (ValueError otherwise)."""
-    for cid in claim_ids():
-        get_claim(cid)
-
-
-def trick_names() -> Sequence[str]:
-    return [t.name for t in TRICKS]

@@ -1,0 +1,167 @@
+"""What matters when, the table and its page: the facts of :mod:`rlalgos.workbook.matters` joined
+with the published claims records (``docs/claims/<id>.json``, via
+:func:`rlalgos.workbook.claims.load_published`) and the committed sources each measured number is read from.
+
+:func:`matters_table` builds the table as a pandas DataFrame; :func:`render_page` writes
+``docs/what_matters.md`` from it (``python docs/make_what_matters.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from .claims import JSON_DIR, ROOT, load_published
+from .matters import REGIMES, TRICKS, Tested, Trick
+from .stats import verdict_line
+
+PAGE = ROOT / "docs" / "what_matters.md"
+NOT_MEASURED = "not measured"
+
+COLUMNS = (
+    "trick",
+    "trigger (when it changes the gradient)",
+    "how often it fired here",
+    "tested here: effect and verdict",
+    "its paper",
+)
+
+# --------------------------------------------------------------------------- #
+# Reading the records
+# --------------------------------------------------------------------------- #
+
+
+def effect_text(e: Mapping) -> str:
+    """One effect of a published record in the course's verdict format (:func:`rlalgos.workbook.stats.verdict_line`), e.g.
+    ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``."""
+    return verdict_line({**e, "seeds": len(e["seeds"])}, e["arm"], e["base"])
+
+
+def selected_effects(t: Tested, record: Mapping) -> list[dict]:
+    """The effects of ``record`` that ``t`` names (see :class:`Tested`)."""
+    if t.arm or t.metric:
+        return [
+            e
+            for e in record["effects"]
+            if (not t.arm or e["arm"] == t.arm) and (not t.metric or e["metric"] == t.metric)
+        ]
+    return [e for e in record["effects"] if e["headline"]]
+
+
+def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
+    """``t``'s lines: ``claim-id (regime): effect`` per selected effect, or the claim's verdict."""
+    record = records[t.claim]
+    head = f"{t.claim} ({REGIMES[t.claim]})"
+    effects = selected_effects(t, record)
+    if not effects:
+        if t.arm or t.metric:
+            raise ValueError(f"docs/claims/{t.claim}.json has no effect {t.arm or '*'}/{t.metric or '*'}")
+        seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
+        return [f"{head}: {record['verdict']}{seeds}"]
+    return [f"{head}: {effect_text(e)}" for e in effects]
+
+
+def measured_lines(trick: Trick, records: Mapping[str, dict]) -> list[tuple[str, str]]:
+    """(what fired, where it is committed) for each of the trick's measured sources."""
+    out = []
+    for m in trick.measured:
+        values, cite = m.read(records)
+        out.append((f"{m.text.format(*values)}; {m.where}", cite))
+    return out
+
+
+def matters_table(json_dir: str | Path = JSON_DIR) -> pd.DataFrame:
+    """The table, one row per trick: its trigger, how often the trigger fired in this project's runs
+    (with the committed file each number is read from), every tested effect with its 95% interval,
+    seeds and verdict, and its paper. Multi-entry cells are joined by newlines."""
+    records = load_published(json_dir)
+    rows = []
+    for t in TRICKS:
+        fired = [f"{text} [{cite}]" for text, cite in measured_lines(t, records)] or [f"{NOT_MEASURED}: {t.unmeasured}"]
+        tested = [line for s in t.tested for line in tested_lines(s, records)]
+        rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), "\n".join(tested), t.paper))))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def engine_names() -> pd.DataFrame:
+    """Each trick's rlalgos settings with their TRL and verl names, from the export's mapping table."""
+    from ..tools.export import ROWS
+
+    names = {r.setting: (r.trl, r.verl) for r in ROWS}
+    rows = []
+    for t in TRICKS:
+        for k in t.knobs:
+            trl, verl = names[k]
+            rows.append({"trick": t.name, "rlalgos": k, "TRL": trl or "(none)", "verl": verl or "(none)"})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- #
+# The page
+# --------------------------------------------------------------------------- #
+
+INTRO = """\
+# What matters when: which trick to turn on, and when
+
+Every trick of the improved-GRPO family changes the gradient only when something happens: a group
+whose rewards are all equal, a token whose ratio has moved past a bound, an answer cut at the length
+limit. This page puts, for each trick, that **trigger** next to **how often it fired** in this
+project's runs, the **regimes where it was tested** (effect, 95% interval, seeds, verdict) and
+**what its paper reports** at its own scale. It is generated from the claims registry
+(`rlalgos/workbook/claims.py`), its published records (`docs/claims/*.json`, see the
+[claims scorecard](claims.md)) and the committed benchmark rows and printouts
+(`python docs/make_what_matters.py`; `rlalgos/workbook/matters.py` holds the static facts),
+so its numbers cannot drift from the runs.
+
+**How to read it: "should I turn X on?"** Find X's row. If its trigger rarely fires in your runs,
+X can change little there, whatever its paper found at its scale: measure the trigger first (the
+metric names are in [Metrics](metrics.md)). If the trigger fires often and a regime like yours
+shows an effect, turn it on and check the same metric. A trick whose trigger is common and whose
+tests are within noise needs more seeds before a conclusion.
+
+**The verdict format** is the course's: `metric arm - base = diff (95% CI low..high, n seeds;
+detectable >= x) -> verdict`, the arm minus its baseline at the end of the runs, paired by seed.
+**shown**: the interval excludes 0 in the expected direction; **opposite**: it excludes 0 the other
+way; **within noise (could see >= x)**: it includes 0, and x, the interval's half-width, is the
+smallest effect this comparison could have told from zero. A null is not "no effect": an effect
+smaller than x, or one in a regime where the trigger never fires, is still possible. Rates and
+shares are in points (0.01 = 1 point); "detectable" is in the metric's units. Regime names:
+nb04 / nb08 = 2-6-term sums at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
+nb08 push = 16 updates per rollout; nb09 trap = easy direct-answer prompts beside hard ones only the
+rare scratchpad solves; exact = proved by a test.
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def render_page(table: pd.DataFrame) -> str:
+    """docs/what_matters.md from :func:`matters_table`."""
+    out = [
+        "<!-- generated by `python docs/make_what_matters.py` from docs/claims/*.json, docs/bench/*.jsonl and committed printouts: do not edit by hand -->",
+        "",
+        INTRO,
+        "| " + " | ".join(table.columns) + " |",
+        "|" + "---|" * len(table.columns),
+    ]
+    out += ["| " + " | ".join(_cell(str(v)) for v in row) + " |" for row in table.itertuples(index=False)]
+    names = engine_names()
+    out += [
+        "",
+        "## The same knobs in TRL and verl",
+        "",
+        "From the export's mapping table (`rlalgos export --to trl|verl`, [Moving to TRL or verl](engines.md)); (none): the engine has no such setting.",
+        "",
+        "| trick | rlalgos | TRL | verl |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {r.trick} | `{r.rlalgos}` | {_cell(r.TRL)} | {_cell(r.verl)} |" for r in names.itertuples(index=False)]
+    return "\n".join(out) + "\n"
+
+
+def write_page(out: str | Path = PAGE, json_dir: str | Path = JSON_DIR) -> Path:
+    Path(out).write_text(render_page(matters_table(json_dir)), encoding="utf-8")
+    return Path(out)

@@ -1,0 +1,79 @@
+"""Where a measured number of the "what matters when" table comes from: a committed source, read, never typed.
+
+A :class:`Measured` reads how often a trick's trigger fired from a printed line kept in a published
+record (``docs/claims/<id>.json``), an effect of a record, a row of ``docs/bench/*.jsonl``, or,
+where the number was only printed, the exact committed line of a notebook output or a docs page
+(:func:`quoted_where` finds it, and fails once the line is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .claims import ROOT, cell_outputs
+
+
+@dataclass(frozen=True)
+class Measured:
+    """How often a trick's trigger fired in one regime, read from a committed source.
+
+    ``text`` is a ``str.format`` template over the values read; ``where`` names the regime.
+    Exactly one source: ``claim`` with ``line`` (a line the record quotes) or with ``effect``
+    (``(arm, metric)`` of one of its effects and ``fields`` of it, e.g. ``("arm_mean",)``);
+    ``file`` a ``docs/bench/*.jsonl`` with ``match`` (the row whose items include these) and
+    ``fields``; or ``file`` a notebook or page with ``line`` (its committed output or text).
+    ``pattern`` reads the values off ``line`` (its groups, as printed)."""
+
+    text: str
+    where: str
+    claim: str = ""
+    file: str = ""
+    line: str = ""
+    pattern: str = ""
+    effect: tuple[str, str] | None = None
+    match: Mapping = field(default_factory=dict)
+    fields: tuple[str, ...] = ()
+
+    def read(self, records: Mapping[str, dict]) -> tuple[list, str]:
+        """(the values, the citation: the committed file and, for a printout, its cell)."""
+        if self.claim and self.line:
+            rec = records[self.claim]
+            hits = [q for q in rec["quotes"] if q["line"] == self.line]
+            if not hits:
+                raise ValueError(f"docs/claims/{self.claim}.json no longer quotes {self.line!r}")
+            return self._groups(), f"docs/claims/{self.claim}.json ({hits[0]['source']})"
+        if self.claim and self.effect:
+            rec = records[self.claim]
+            arm, metric = self.effect
+            hits = [e for e in rec["effects"] if (e["arm"], e["metric"]) == (arm, metric)]
+            if not hits:
+                raise ValueError(f"docs/claims/{self.claim}.json has no effect {arm}/{metric}")
+            return [hits[0][f] for f in self.fields], f"docs/claims/{self.claim}.json ({hits[0]['source']})"
+        if self.file.endswith(".jsonl"):
+            rows = [json.loads(x) for x in (ROOT / self.file).read_text(encoding="utf-8").splitlines() if x.strip()]
+            hits = [r for r in rows if all(r.get(k) == v for k, v in self.match.items())]
+            if len(hits) != 1:
+                raise ValueError(f"{self.file}: {len(hits)} rows match {dict(self.match)}, expected 1")
+            return [hits[0][f] for f in self.fields], self.file
+        return self._groups(), quoted_where(self.file, self.line)
+
+    def _groups(self) -> list:
+        m = re.search(self.pattern, self.line)
+        if not m:
+            raise ValueError(f"the pattern {self.pattern!r} does not match its line {self.line!r}")
+        return list(m.groups())
+
+
+def quoted_where(file: str, line: str) -> str:
+    """``file`` (and the cell of a notebook) where ``line`` is committed; ValueError if it is not."""
+    path = ROOT / file
+    if path.suffix == ".ipynb":
+        for i, texts in cell_outputs(path).items():
+            if any(line in t for t in texts):
+                return f"{file} cell {i}"
+        raise ValueError(f"the line {line!r} is no longer in the committed output of {file}")
+    if line in path.read_text(encoding="utf-8"):
+        return file
