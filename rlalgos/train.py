@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from . import core
 from .engine import batch, distributed, doctor
+from .engine.watch import watch
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
 from .engine.lora import AdaptersOff, add_lora, load_adapters
@@ -398,7 +399,7 @@ def run_loop(run: Run) -> list[dict]:
             row["tokens_per_second"] = batch.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
             # the doctor reads the rows so far (the run's numbers are the same without it): the progress bar names what fires,
             # and a collapse that has lasted doctor.COLLAPSE_STEPS steps (or that a non-finite step follows) stops the run
-            said = doctor.watch(rows + [row], sampling.max_new_tokens, nonfinite_now=bool(m.get("nonfinite")))
+            said = watch(rows + [row], sampling.max_new_tokens, nonfinite_now=bool(m.get("nonfinite")))
             if said.stop and cfg.stop_on_collapse:
                 row["stopped"] = said.stop.line()
                 metrics_log.write(row)
