@@ -281,7 +281,7 @@ def signals(df, max_new_tokens: int | None) -> dict:
         d._series(df, "eval_entropy", train=False),
         d._series(df, "truncated_frac"),
     )
-    runs = d._runs(d.collapse_mask(df))
+    runs = d.streaks(d.collapse_mask(df))
     r0, r1 = first_last("reward_mean", d.REWARD_STEPS)
     return {
         "collapse_steps": max((n for _, n in runs), default=0),

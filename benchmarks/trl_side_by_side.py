@@ -35,7 +35,8 @@ from rlalgos.config import BASE_MODEL_DIR
 from rlalgos.tools.export import trl_settings
 from rlalgos.model import load_policy
 from rlalgos.tasks import addition_task
-from rlalgos.train import PromptSampler, TrainConfig, evaluate, train
+from rlalgos.engine.resume import PromptSampler
+from rlalgos.train import TrainConfig, evaluate, train
 
 
 def timed_generate(model) -> list[float]:

@@ -6,7 +6,7 @@ write to it; the sampler (:mod:`rlalgos.rollout`) fills it.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from typing import Sequence
 
 import torch
@@ -62,14 +62,108 @@ PAD_ID = "pad_token_id"
 def per_token(columns: str, pad=0.0, default=MISSING):
     """A field with one column per ``prompt`` token ((N, P), left-padded) or per ``completion``
     token ((N, T, ...), right-padded), padded with ``pad`` (:data:`PAD_ID`: the rollout's
-    ``pad_token_id``). :meth:`Rollout.trimmed` cuts and :meth:`Rollout.concat` re-pads every
-    such field, so a new one is declared here once."""
+    ``pad_token_id``). :meth:`Rollout.select` picks its rows, :meth:`Rollout.trimmed` cuts it and
+    :meth:`Rollout.concat` re-pads it (None unless every part has it), so a new one is declared here once."""
     return field(default=default, metadata={"columns": columns, "pad": pad})
 
 
-def token_fields(ro: "Rollout", kind: str) -> list:
-    """The fields of ``ro`` with one column per ``kind`` token (``prompt`` or ``completion``)."""
-    return [f for f in fields(ro) if f.metadata.get("columns") == kind]
+def per_row(absent=None, default=MISSING):
+    """A field with one entry per answer: an (N, ...) tensor, an (N,) list, or a dict of (N,)
+    tensors. :meth:`Rollout.select` picks its rows and :meth:`Rollout.concat` joins them; a part
+    that lacks it (None) joins as ``absent`` on each of its rows, or, with ``absent`` None, makes
+    the join None."""
+    return field(default=default, metadata={"rows": True, "absent": absent})
+
+
+def _pick(v, idx: torch.Tensor, il: list[int]):
+    """Rows ``idx`` of a per-row or per-token value (tensor, list, or dict of tensors)."""
+    if isinstance(v, torch.Tensor):
+        return v[idx]
+    if isinstance(v, list):
+        return [v[i] for i in il]
+    return {k: t[idx] for k, t in v.items()}
+
+
+def _select(rec, idx: torch.Tensor, il: list[int]):
+    """``rec`` with rows ``idx`` of every per-row and per-token field, its nested records' too."""
+    out = {}
+    for f in fields(rec):
+        v = getattr(rec, f.name)
+        if v is not None and ("columns" in f.metadata or "rows" in f.metadata):
+            out[f.name] = _pick(v, idx, il)
+        elif is_dataclass(v):
+            out[f.name] = _select(v, idx, il)
+    return replace(rec, **out)
+
+
+def _cut(rec, P: int, T: int):
+    """``rec`` with every per-token field cut to its last ``P`` prompt or first ``T`` completion columns."""
+    out = {}
+    for f in fields(rec):
+        v = getattr(rec, f.name)
+        if v is not None and "columns" in f.metadata:
+            out[f.name] = v[:, -P:] if f.metadata["columns"] == "prompt" else v[:, :T]
+        elif is_dataclass(v):
+            out[f.name] = _cut(v, P, T)
+    return replace(rec, **out)
+
+
+def _join_rows(vals: list, sizes: list[int], absent):
+    """Per-row values of several parts joined (see :func:`per_row`)."""
+    have = [v for v in vals if v is not None]
+    if len(have) < len(vals) and (absent is None or not have):
+        return None
+    first = have[0]
+    if isinstance(first, list):
+        return sum(vals, [])
+    if isinstance(first, dict):
+        return {k: torch.cat([v[k] for v in vals]) for k in first}
+    fill = lambda n: torch.full((n,), absent, dtype=first.dtype, device=first.device)  # noqa: E731
+    return torch.cat([v if v is not None else fill(n) for v, n in zip(vals, sizes)])
+
+
+def _join(parts: list, sizes: list[int], pad_id: int):
+    """Records of several parts joined row-wise: per-token fields re-padded, per-row fields joined,
+    ``summed`` fields (dicts of numbers) added up, nested records joined alike; the rest is the first part's."""
+    out = {}
+    for f in fields(parts[0]):
+        vals = [getattr(p, f.name) for p in parts]
+        if "columns" in f.metadata:
+            pad = pad_id if f.metadata["pad"] == PAD_ID else f.metadata["pad"]
+            out[f.name] = (
+                None if any(v is None for v in vals) else pad_cat(vals, f.metadata["columns"] == "prompt", pad)
+            )
+        elif "rows" in f.metadata:
+            out[f.name] = _join_rows(vals, sizes, f.metadata["absent"])
+        elif f.metadata.get("summed"):
+            out[f.name] = {k: sum(v.get(k, 0.0) for v in vals) for k in vals[0]}
+        elif is_dataclass(vals[0]):
+            out[f.name] = _join(vals, sizes, pad_id)
+    return replace(parts[0], **out)
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What a rollout records to measure the run, never to train it: no loss reads these. The
+    update's metrics do (:class:`rlalgos.engine.update.SamplingStats`, the entropy probe), and the
+    update's first pass measures the exact KL with ``ref_logits``. All optional, row-aligned with
+    the rollout."""
+
+    old_entropy: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T) sampling policy's entropy, recorded with old_logprobs
+    old_kl_exact: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
+    ref_logits: torch.Tensor | None = per_token(
+        "completion", default=None
+    )  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
+    ref_rows: torch.Tensor | None = per_row(
+        absent=True, default=None
+    )  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample, only logged); None = every row
+    seconds: dict = field(
+        default_factory=dict, metadata={"summed": True}
+    )  # wall time of each rollout stage: generate, reward, logprobs
 
 
 @dataclass(frozen=True)
@@ -78,43 +172,32 @@ class Rollout:
 
     Rows ``g*G .. g*G+G-1`` share prompt ``g``. Prompts are left-padded,
     completions right-padded, so ``cat(prompt_ids, completion_ids)`` is the full
-    sequence with the completion's first token at column ``P``.
+    sequence with the completion's first token at column ``P``. What is recorded
+    only to measure the run is in ``diagnostics``.
     """
 
-    prompts: list[str]  # (N,) prompt text, repeated for each of its G completions
-    completions: list[str]  # (N,) decoded completion text (special tokens removed)
-    rows: list[dict]  # (N,) the task rows (answers and other reward columns)
+    prompts: list[str] = per_row()  # (N,) prompt text, repeated for each of its G completions
+    completions: list[str] = per_row()  # (N,) decoded completion text (special tokens removed)
+    rows: list[dict] = per_row()  # (N,) the task rows (answers and other reward columns)
     prompt_ids: torch.Tensor = per_token("prompt", PAD_ID)  # (N, P) left-padded
     prompt_mask: torch.Tensor = per_token("prompt", 0)  # (N, P) 1 on real prompt tokens
     completion_ids: torch.Tensor = per_token("completion", PAD_ID)  # (N, T) right-padded
     completion_mask: torch.Tensor = per_token(
         "completion", 0
     )  # (N, T) float, 1 up to and including the stop token (any stop id)
-    truncated: torch.Tensor  # (N,) bool: no stop token within max_new_tokens
+    truncated: torch.Tensor = per_row()  # (N,) bool: no stop token within max_new_tokens
     old_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the sampling policy
     ref_logprobs: torch.Tensor | None = per_token("completion")  # (N, T) log-probs under the reference model
-    rewards: torch.Tensor  # (N,) weighted total reward
-    reward_parts: dict[str, torch.Tensor]  # name -> (N,) each reward function's raw value
+    rewards: torch.Tensor = per_row()  # (N,) weighted total reward
+    reward_parts: dict[str, torch.Tensor] = per_row()  # name -> (N,) each reward function's raw value
     group_size: int
     temperature: float = 1.0  # the temperature the completions were sampled at (log-probs use the same)
     correct_key: str = "correct"
-    old_entropy: torch.Tensor | None = per_token(
-        "completion", default=None
-    )  # (N, T) sampling policy's entropy, recorded with old_logprobs
-    ref_rows: torch.Tensor | None = (
-        None  # (N,) bool: the rows ref_logprobs holds (a KL measured on a subsample); None = every row
-    )
-    old_kl_exact: torch.Tensor | None = per_token(
-        "completion", default=None
-    )  # (N, T) exact KL(sampling policy || reference) per position, recorded with old_logprobs (small vocabularies)
     rollout_logprobs: torch.Tensor | None = per_token(
         "completion", default=None
-    )  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p), when a mismatch is measured
-    ref_logits: torch.Tensor | None = per_token(
-        "completion", default=None
-    )  # (N, T, V) the reference's logits, kept (small vocabularies) for the update's first pass to measure the exact KL
+    )  # (N, T) the sampler's own log-probs of its tokens (its dtype, temperature and top-p): the mismatch and its correction
     pad_token_id: int = 0
-    seconds: dict = field(default_factory=dict)  # wall time of each rollout stage: generate, reward, logprobs
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)  # measurements only; no loss reads them
 
     def __len__(self) -> int:
         return self.completion_ids.shape[0]
@@ -141,19 +224,7 @@ class Rollout:
         """The rows ``idx`` as a new Rollout (minibatches, filtered groups).
         ``group_size`` is kept; select whole groups if you need grouping."""
         idx = torch.as_tensor(idx, dtype=torch.long)
-        il = idx.tolist()
-        out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, torch.Tensor):
-                out[f.name] = v[idx]
-            elif isinstance(v, list):
-                out[f.name] = [v[i] for i in il]
-            elif f.name == "reward_parts":
-                out[f.name] = {k: t[idx] for k, t in v.items()}
-            else:
-                out[f.name] = v
-        return Rollout(**out)
+        return _select(self, idx, idx.tolist())
 
     def trimmed(self) -> "Rollout":
         """The same rows without all-padding columns: prompt columns on the left
@@ -162,15 +233,7 @@ class Rollout:
         T = max(int(self.completion_mask.sum(-1).max().item()), 1) if len(self) else 1
         if P == self.prompt_ids.shape[1] and T == self.completion_ids.shape[1]:
             return self
-        cut = {f.name: getattr(self, f.name)[:, -P:] for f in token_fields(self, "prompt")}
-        cut.update(
-            {
-                f.name: getattr(self, f.name)[:, :T]
-                for f in token_fields(self, "completion")
-                if getattr(self, f.name) is not None
-            }
-        )
-        return replace(self, **cut)
+        return _cut(self, P, T)
 
     @staticmethod
     def concat(parts: Sequence["Rollout"]) -> "Rollout":
@@ -179,32 +242,7 @@ class Rollout:
         parts = [p for p in parts if len(p)]
         if len(parts) == 1:
             return parts[0]
-        pad_id = parts[0].pad_token_id
-
-        def cat(f):  # a per-token field: every part's, re-padded; None unless every part has it
-            ts = [getattr(p, f.name) for p in parts]
-            pad = pad_id if f.metadata["pad"] == PAD_ID else f.metadata["pad"]
-            return None if any(t is None for t in ts) else pad_cat(ts, f.metadata["columns"] == "prompt", pad)
-
-        return Rollout(
-            prompts=sum((p.prompts for p in parts), []),
-            completions=sum((p.completions for p in parts), []),
-            rows=sum((p.rows for p in parts), []),
-            **{f.name: cat(f) for f in token_fields(parts[0], "prompt") + token_fields(parts[0], "completion")},
-            truncated=torch.cat([p.truncated for p in parts]),
-            ref_rows=None
-            if all(p.ref_rows is None for p in parts)
-            else torch.cat(
-                [p.ref_rows if p.ref_rows is not None else torch.ones(len(p), dtype=torch.bool) for p in parts]
-            ),
-            rewards=torch.cat([p.rewards for p in parts]),
-            reward_parts={k: torch.cat([p.reward_parts[k] for p in parts]) for k in parts[0].reward_parts},
-            group_size=parts[0].group_size,
-            temperature=parts[0].temperature,
-            correct_key=parts[0].correct_key,
-            pad_token_id=pad_id,
-            seconds={k: sum(p.seconds.get(k, 0.0) for p in parts) for k in parts[0].seconds},
-        )
+        return _join(parts, [len(p) for p in parts], parts[0].pad_token_id)
 
     def with_rewards(self, rewards: torch.Tensor) -> "Rollout":
         return replace(self, rewards=rewards)

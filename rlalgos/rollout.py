@@ -9,7 +9,8 @@ With a small vocabulary (the whole batch's logits within
 :data:`~rlalgos.engine.forward.AUTO_CHUNK_LOGITS`) the reference pass also keeps its
 full logits, so that the exact KL(pi || pi_ref) is measured in the pass that sees the
 sampling policy's logits anyway: the rollout's own no-grad pass when it records
-``old_logprobs`` (``ro.old_kl_exact``), or else the update's first pass (``ro.ref_logits``).
+``old_logprobs`` (``ro.diagnostics.old_kl_exact``), or else the update's first pass
+(``ro.diagnostics.ref_logits``).
 No extra forward pass, no random number drawn.
 """
 
@@ -23,7 +24,7 @@ import torch
 
 from . import core
 from .engine.forward import batched_stats, logits_fit
-from .record import Rollout, completion_mask_from_ids, decode_completions
+from .record import Diagnostics, Rollout, completion_mask_from_ids, decode_completions
 from .engine.sampler import SamplingConfig, generate, stop_token_ids
 from .tasks import RewardSet, reward_columns
 
@@ -51,7 +52,7 @@ def rollout(
     ref_model: if given, also record its log-probs (for KL), and with a small
         vocabulary what the exact KL needs (see the module docstring).
     ref_sample: > 0: the reference's log-probs only on that many rows, evenly spread
-        over the groups (``ro.ref_rows`` says which; the others hold 0): enough for a
+        over the groups (``ro.diagnostics.ref_rows`` says which; the others hold 0): enough for a
         logged KL estimate, never for a KL the algorithm trains on. 0: every row.
     sampler: the model that samples, if not ``policy`` (a lower-precision
         :class:`~rlalgos.engine.precision.SamplingCopy`'s model, synced); ``policy``
@@ -103,7 +104,7 @@ def rollout(
     score = dict(
         batch_size=sampling.score_batch_size, logits_chunk=sampling.logits_chunk, autocast_dtype=sampling.autocast_dtype
     )
-    ref, ref_logits = {}, None
+    ref, diag, ref_logits = {}, {}, None
     keep = ref_model is not None and logits_fit(
         ref_model, ro.completion_ids.numel()
     )  # the reference's logits are cheap to keep
@@ -117,19 +118,16 @@ def rollout(
                 *ro.completion_ids.shape, sub["logits"].shape[-1]
             )  # (N, T, V), 0 on the rows not measured
             ref_logits[idx] = sub["logits"]
-        ref["ref_rows"] = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)  # (N,)
+        diag["ref_rows"] = torch.zeros(len(ro), dtype=torch.bool, device=device).index_fill_(0, idx, True)  # (N,)
     elif ref_model is not None:
         out = batched_stats(ref_model, ro, keep_logits=keep, **score)
         ref["ref_logprobs"], ref_logits = out["logprobs"], out.get("logits")  # (N, T), (N, T, V) or None
     old = {}
     if old_logprobs:  # the sampling policy's pass, and with the reference's logits the exact KL in it
         out = batched_stats(policy, ro, with_entropy=True, ref_logits=ref_logits, **score)
-        old = {
-            "old_logprobs": out["logprobs"],
-            "old_entropy": out["entropy"],
-            "old_kl_exact": out.get("kl_exact"),
-        }  # (N, T) each
+        old["old_logprobs"] = out["logprobs"]  # (N, T)
+        diag.update(old_entropy=out["entropy"], old_kl_exact=out.get("kl_exact"))  # (N, T) each
     elif ref_logits is not None:
-        ref["ref_logits"] = ref_logits  # the update's first pass is the sampling policy's: it measures the exact KL
+        diag["ref_logits"] = ref_logits  # the update's first pass is the sampling policy's: it measures the exact KL
     seconds = {"generate": t1 - t0, "reward": t2 - t1, "logprobs": time.perf_counter() - t2}
-    return replace(ro, **old, **ref, seconds=seconds)
+    return replace(ro, **old, **ref, diagnostics=Diagnostics(**diag, seconds=seconds))

@@ -22,11 +22,13 @@ from tqdm.auto import tqdm
 
 from . import core
 from .engine import batch, distributed, doctor
+from .engine.watch import watch
 from .algorithms import get_algorithm
 from .config import TrainConfig, load_run_config, lr_warning, make_config
-from .engine.forward import batched_logprobs
 from .engine.lora import AdaptersOff, add_lora, load_adapters
-from .engine.precision import SamplingCopy, resolve_device, resolve_precision
+from .engine.precision import SamplingCopy, resolve_device
+from .engine.resume import PromptSampler, restore_trainer_state, save_run_checkpoint
+from .engine.settings import EngineSettings
 from .model import ModelReward, count_parameters, frozen_copy, load_policy
 from .record import Rollout
 from .rollout import rollout
@@ -40,7 +42,6 @@ from .engine.runs import (
     RunMetrics,
     run_metrics,
     rewrite_rows,
-    save_checkpoint,
 )
 from .engine.sampler import SamplingConfig, check_chat_template
 from .tasks import Task, breakdown_metrics, get_task, reward_columns
@@ -73,9 +74,7 @@ def evaluate(
     n_show: int = 0,
     top_p: float = 1.0,
     chat_template: bool = False,
-    score_batch_size: int = 512,
-    logits_chunk: int = -1,
-    autocast_dtype: torch.dtype | None = None,
+    engine: EngineSettings | None = None,
 ) -> dict:
     """Accuracy on test rows: greedy, and sampled (pass@1 = mean over ``n_samples``
     samples, plus pass@k for k = n_samples).
@@ -85,17 +84,16 @@ def evaluate(
     random numbers (less noise between steps).
     Returns ``{"eval_accuracy", "eval_greedy_accuracy", "eval_pass@k", "eval_entropy", ...}`` and,
     if ``n_show`` > 0, ``"samples"``: a few prompt/completion/reward dicts.
-    ``top_p``, ``chat_template``, ``score_batch_size`` and ``logits_chunk`` are as in :class:`TrainConfig`;
-    ``autocast_dtype`` runs the forward passes under ``torch.autocast`` (the autocast half of a ``dtype`` setting).
+    ``top_p`` and ``chat_template`` are as in :class:`TrainConfig`; ``engine``: how the forward
+    passes run (:class:`~rlalgos.engine.settings.EngineSettings`; its defaults when None).
     """
     rows = task.test if rows is None else rows
-    sampling = SamplingConfig(
+    engine = engine or EngineSettings()
+    sampling = engine.sampling(
         max_new_tokens=max_new_tokens or task.max_new_tokens,
         temperature=temperature,
         top_p=top_p,
         chat_template=chat_template,
-        score_batch_size=score_batch_size,
-        autocast_dtype=autocast_dtype,
     )
     out = {}
     devices = [policy.device] if policy.device.type == "cuda" else []
@@ -114,14 +112,7 @@ def evaluate(
     out["eval_truncated_frac"] = ro.truncated.float().mean().item()
     # entropy of the policy on its own test answers: the same prompts for every run, so
     # comparable across algorithms (the logged `entropy` is over each run's trained batch)
-    _, ent = batched_logprobs(
-        policy,
-        ro,
-        sampling.score_batch_size,
-        with_entropy=True,
-        logits_chunk=logits_chunk,
-        autocast_dtype=autocast_dtype,
-    )  # (N, T)
+    _, ent = engine.logprobs(policy, ro, with_entropy=True)  # (N, T)
     out["eval_entropy"] = core.masked_mean(ent, ro.completion_mask.to(ent.dtype)).item()
     for k, v in ro.reward_parts.items():
         out[f"eval_reward/{k}"] = v.mean().item()
@@ -154,50 +145,6 @@ def evaluate(
     return out
 
 
-# --------------------------------------------------------------------------- #
-# Logging and checkpoints
-# --------------------------------------------------------------------------- #
-
-
-class PromptSampler:
-    """Draws training rows without replacement, reshuffling each epoch (seeded, resumable)."""
-
-    def __init__(self, rows: list[dict], seed: int):
-        self.rows, self.rng, self.order = rows, random.Random(seed), []
-
-    def __call__(self, n: int) -> list[dict]:
-        out = []
-        for _ in range(n):
-            if not self.order:
-                self.order = list(range(len(self.rows)))
-                self.rng.shuffle(self.order)
-            out.append(self.rows[self.order.pop()])
-        return out
-
-    def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "order": list(self.order)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rng.setstate(state["rng"])
-        self.order = list(state["order"])
-
-
-def save_run_checkpoint(run_dir: Path, policy, tokenizer, algo, step: int, prompts: PromptSampler) -> Path:
-    """Model, tokenizer and trainer state (optimizer, algorithm, RNGs, prompt order, step)."""
-    state = {
-        "step": step,
-        "algo": algo.state_dict(),
-        "torch_rng": torch.get_rng_state(),
-        "prompts": prompts.state_dict(),
-    }
-    if torch.cuda.is_available():
-        state["cuda_rng"] = torch.cuda.get_rng_state_all()
-    state.update(
-        distributed.rng_states()
-    )  # several processes: each one's random state (a collective: every process calls this)
-    return save_checkpoint(run_dir, policy, tokenizer, state) if distributed.is_main() else run_dir / "checkpoint"
-
-
 def check_rewards(task: Task) -> None:
     """Call every reward function once on two test rows (an empty answer and the
     reference answer) so a broken one fails before the run folder is touched."""
@@ -222,6 +169,7 @@ class Run:
     policy: object  # the transformers model being trained
     tokenizer: object
     algo: object  # the rlalgos.algorithms.Algorithm that updates it
+    engine: EngineSettings  # how its forward passes run, what it measures and corrects
     sampling: SamplingConfig
     ref_model: object | None  # the reference policy, if a KL to it is trained on or logged
     lora: object | None  # peft's wrapper with --lora-rank (it saves the adapters), else None
@@ -272,7 +220,7 @@ def build_run(
     )  # several processes: each its own stream, so they sample different answers
     if policy is None:
         policy, tokenizer = load_policy(cfg.model or None, device, cfg.dtype)
-    autocast_dtype = resolve_precision(cfg.dtype, policy.device)[1]  # the forward passes' autocast, if any
+    engine = EngineSettings.from_config(cfg, policy.device)
     lora = (
         add_lora(policy, cfg) if cfg.lora_rank else None
     )  # adapters put into policy in place; lora saves them and switches them off
@@ -291,27 +239,14 @@ def build_run(
         and main
     ):
         print(f"rlalgos: warning: {warning}", file=sys.stderr)
-    sampling = SamplingConfig(
+    sampling = engine.sampling(
         max_new_tokens=cfg.max_new_tokens or task.max_new_tokens,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         sampler=cfg.sampler,
-        score_batch_size=cfg.score_batch_size,
         chat_template=cfg.chat_template,
-        logits_chunk=cfg.logits_chunk,
-        autocast_dtype=autocast_dtype,
     )
-    algo = algo_cls(
-        policy,
-        algo_cfg,
-        max_new_tokens=sampling.max_new_tokens,
-        score_batch_size=cfg.score_batch_size,
-        logits_chunk=cfg.logits_chunk,
-        autocast_dtype=autocast_dtype,
-        entropy_probe=cfg.entropy_probe,
-        rollout_correction=cfg.rollout_correction,
-        rollout_correction_threshold=cfg.rollout_correction_threshold,
-    )
+    algo = algo_cls(policy, algo_cfg, max_new_tokens=sampling.max_new_tokens, engine=engine)
     # the reference, a second copy of the model, only if a KL to it is trained on or logged;
     # it is the starting policy, also when resuming: copied before the checkpoint's weights are loaded.
     # With LoRA it is no copy: the policy with its adapters switched off
@@ -326,12 +261,7 @@ def build_run(
         start = state["step"]
     prompts = PromptSampler(task.train, cfg.seed)
     if state is not None:
-        algo.load_state_dict(state["algo"])
-        prompts.load_state_dict(state["prompts"])
-        torch.set_rng_state(state["torch_rng"])
-        if "cuda_rng" in state and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        distributed.restore_rng(state)  # several processes: each its own stream
+        restore_trainer_state(state, algo, prompts)
     distributed.broadcast_parameters(algo.parameters())  # several processes: all start from process 0's weights
     sampler = (
         SamplingCopy(policy, cfg.rollout_dtype) if cfg.uses_sampling_copy else None
@@ -347,6 +277,7 @@ def build_run(
         policy,
         tokenizer,
         algo,
+        engine,
         sampling,
         ref_model,
         lora,
@@ -418,9 +349,7 @@ def run_loop(run: Run) -> list[dict]:
                 n_show=4,
                 top_p=cfg.top_p,
                 chat_template=cfg.chat_template,
-                score_batch_size=cfg.score_batch_size,
-                logits_chunk=cfg.logits_chunk,
-                autocast_dtype=sampling.autocast_dtype,
+                engine=run.engine,
             )
             if main
             else None
@@ -464,13 +393,13 @@ def run_loop(run: Run) -> list[dict]:
             row.update(
                 batch.ratios({k: (v * n, n) for k, v in run.task.completion_metrics(ro.completions).items()})
             )  # e.g. the batch's scratchpad share
-            row.update({f"{k}_seconds": v for k, v in ro.seconds.items()})  # generate, reward, logprobs
+            row.update({f"{k}_seconds": v for k, v in ro.diagnostics.seconds.items()})  # generate, reward, logprobs
             row["rollout_seconds"], row["update_seconds"] = t1 - t0, t2 - t1
             row["step_seconds"] = t2 - t0
             row["tokens_per_second"] = batch.total(ro.lengths.sum().item()) / max(t2 - t0, 1e-9)
             # the doctor reads the rows so far (the run's numbers are the same without it): the progress bar names what fires,
             # and a collapse that has lasted doctor.COLLAPSE_STEPS steps (or that a non-finite step follows) stops the run
-            said = doctor.watch(rows + [row], sampling.max_new_tokens, nonfinite_now=bool(m.get("nonfinite")))
+            said = watch(rows + [row], sampling.max_new_tokens, nonfinite_now=bool(m.get("nonfinite")))
             if said.stop and cfg.stop_on_collapse:
                 row["stopped"] = said.stop.line()
                 metrics_log.write(row)

@@ -12,7 +12,7 @@ from rlalgos.algorithms.grpo import GRPO
 from rlalgos.algorithms.ppo import PPO
 from rlalgos.algorithms.reinforce import Reinforce
 from rlalgos.config import parse_stages
-from rlalgos.record import Rollout, token_fields
+from rlalgos.record import Diagnostics, Rollout
 from rlalgos.train import TrainConfig, train
 
 # A fixed batch: 2 prompts x G=2 answers, T=3 tokens; answer 1 is 2 tokens long.
@@ -44,39 +44,58 @@ def fixed_rollout(**kw) -> Rollout:
     return Rollout(**fields)
 
 
-def test_every_per_token_field_is_declared_and_trimmed_and_concatenated():
-    """A (N, T, ...) field is declared once (record.per_token): trimmed() cuts it and concat() re-pads it."""
+def _declared(rec) -> dict:
+    """Every tensor or list field of ``rec`` and of its nested records, by name: what it holds and how it is declared."""
+    out = {}
+    for f in dataclasses.fields(rec):
+        v = getattr(rec, f.name)
+        if dataclasses.is_dataclass(v):
+            out.update(_declared(v))
+        elif isinstance(v, (torch.Tensor, list)) or f.name == "reward_parts":
+            out[f.name] = (v, f.metadata.get("columns"), f.metadata.get("rows", False))
+    return out
+
+
+def test_every_row_and_token_field_is_declared_and_selected_trimmed_and_concatenated():
+    """A (N, T, ...) field is declared once (record.per_token), an (N,) one too (record.per_row), in the
+    rollout or its diagnostics: select() picks them, trimmed() cuts and concat() re-pads or joins them."""
     N, T = MASK.shape
-    extra = {
-        "old_entropy": torch.rand(N, T),
-        "old_kl_exact": torch.rand(N, T),
-        "rollout_logprobs": OLD.clone(),
-        "ref_logits": torch.rand(N, T, 5),
-    }
+    diagnostics = Diagnostics(
+        old_entropy=torch.rand(N, T),
+        old_kl_exact=torch.rand(N, T),
+        ref_logits=torch.rand(N, T, 5),
+        ref_rows=torch.tensor([True, False, True, False]),
+        seconds={"generate": 1.0},
+    )
     ro = fixed_rollout(
-        **extra,
+        rollout_logprobs=OLD.clone(),
+        diagnostics=diagnostics,
         completion_mask=MASK * torch.tensor([[1.0], [1.0], [1.0], [0.0]]),
         prompt_ids=torch.ones(N, 2, dtype=torch.long),
         prompt_mask=torch.tensor([[0, 1]] * N),
     )
-    completion = {f.name for f in token_fields(ro, "completion")}
-    wide = {
-        f.name
-        for f in dataclasses.fields(ro)
-        if isinstance(getattr(ro, f.name), torch.Tensor)
-        and getattr(ro, f.name).dim() >= 2
-        and f.name not in ("prompt_ids", "prompt_mask")
-    }
-    assert completion == wide  # every per-token completion tensor is declared as one
-    assert {f.name for f in token_fields(ro, "prompt")} == {"prompt_ids", "prompt_mask"}
+    fields = _declared(ro)
+    assert {k for k, (v, cols, _) in fields.items() if isinstance(v, torch.Tensor) and v.dim() >= 2} == {
+        k for k, (_, cols, _) in fields.items() if cols
+    }  # every per-token tensor is declared as one
+    assert all(cols or rows for _, cols, rows in fields.values())  # every (N,) one as per-row
+    completion = {k for k, (_, cols, _) in fields.items() if cols == "completion"}
+    assert {"old_entropy", "old_kl_exact", "ref_logits", "rollout_logprobs"} <= completion
+    get = lambda r, k: getattr(r.diagnostics, k) if hasattr(r.diagnostics, k) else getattr(r, k)  # noqa: E731
     short = ro.select([1]).trimmed()  # answer 1 is 2 tokens long, its prompt 1
-    assert all(getattr(short, name).shape[1] == 2 for name in completion) and short.prompt_ids.shape[1] == 1
+    assert all(get(short, k).shape[1] == 2 for k in completion) and short.prompt_ids.shape[1] == 1
+    assert short.diagnostics.ref_rows.tolist() == [False] and short.completions == ["b"]
     both = Rollout.concat([short, ro.select([0])])
-    for name in completion:
-        assert getattr(both, name).shape[:2] == (2, T), name
-        torch.testing.assert_close(getattr(both, name)[1], getattr(ro, name)[0])
-        assert getattr(both, name)[0, 2:].eq(0).all(), name  # right-padded
+    for k in completion:
+        assert get(both, k).shape[:2] == (2, T), k
+        torch.testing.assert_close(get(both, k)[1], get(ro, k)[0])
+        assert get(both, k)[0, 2:].eq(0).all(), k  # right-padded
     assert both.prompt_ids.shape == (2, 2) and both.prompt_mask[0].tolist() == [0, 1]  # left-padded
+    assert both.diagnostics.ref_rows.tolist() == [False, True] and both.diagnostics.seconds == {"generate": 2.0}
+    plain = Rollout.concat([short, fixed_rollout().select([2])])  # a part without diagnostics
+    assert plain.diagnostics.ref_rows.tolist() == [False, True]  # no ref_rows: every row was measured
+    assert plain.diagnostics.old_entropy is None and plain.rollout_logprobs is None  # not every part has them
+    assert plain.rewards.tolist() == [0.0, 1.0] and plain.reward_parts["correct"].tolist() == [0.0, 1.0]
 
 
 def make(algo_cls, **cfg):

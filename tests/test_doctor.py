@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from rlalgos.engine import doctor as d
+from rlalgos.engine.watch import watch
 from rlalgos.tools.diagnose import diagnose_path, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +132,7 @@ def test_entropy_collapse_from_eval_entropy_or_train_entropy():
 
 def test_watch_stops_a_collapse_after_three_steps_or_at_a_nan_after_it():
     rows = frame(8, reward_mean=[0.31] + [0.0] * 7, kl=[0.0] + [5.9] * 7, entropy=[0.14] + [0.0] * 7).to_dict("records")
-    said = [d.watch(rows[: k + 1]) for k in range(1, 6)]
+    said = [watch(rows[: k + 1]) for k in range(1, 6)]
     assert [w.stop is not None for w in said] == [
         False,
         False,
@@ -140,8 +141,8 @@ def test_watch_stops_a_collapse_after_three_steps_or_at_a_nan_after_it():
         True,
     ]  # steps 1..5: the collapse from step 2 lasts 3 steps at step 4
     assert said[1].postfix() == "collapse 1/3" and said[3].stop.step == 2
-    assert d.watch(rows[:3], nonfinite_now=True).stop.step == 2  # a NaN at step 2 of a collapse: stop now
-    assert d.watch(HEALTHY.to_dict("records"), nonfinite_now=True).stop is None
+    assert watch(rows[:3], nonfinite_now=True).stop.step == 2  # a NaN at step 2 of a collapse: stop now
+    assert watch(HEALTHY.to_dict("records"), nonfinite_now=True).stop is None
 
 
 # --------------------------------------------------------------------------- #
@@ -170,7 +171,7 @@ def test_every_measured_run_is_diagnosed_as_committed_and_healthy_runs_never_sto
             assert rec["expected"] in [f.name for f in primary], (rec["label"], rec["seed"], names)
         if rec["expected"] != "collapse":  # the loop would never have stopped it, at any step
             rows = df.to_dict("records")
-            assert all(d.watch(rows[: k + 1]).stop is None for k in range(1, len(rows))), (
+            assert all(watch(rows[: k + 1]).stop is None for k in range(1, len(rows))), (
                 rec["group"],
                 rec["label"],
                 rec["seed"],

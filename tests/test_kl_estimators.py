@@ -232,8 +232,10 @@ def test_kl_exact_is_the_exact_kl_of_the_sampling_policy(tiny, rows, minibatches
         old_logprobs=algo.needs_old_logprobs,
         ref_sample=ref_sample,
     )
-    assert (ro.ref_logits is None) == (minibatches > 1) and (ro.old_kl_exact is None) == (minibatches == 1)
-    want = direct_kl_exact(policy, ref, ro, ro.ref_rows)
+    assert (ro.diagnostics.ref_logits is None) == (minibatches > 1) and (ro.diagnostics.old_kl_exact is None) == (
+        minibatches == 1
+    )
+    want = direct_kl_exact(policy, ref, ro, ro.diagnostics.ref_rows)
     got = algo.update(ro)["kl_exact"]
     assert want > 1e-3 and got == pytest.approx(want, rel=1e-4)
 

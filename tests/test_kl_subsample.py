@@ -80,13 +80,13 @@ def test_rollout_scores_only_the_subsample_with_the_reference(base, task):
         old_logprobs=False,
         ref_sample=8,
     )
-    assert sum(calls) == 8 and ro.ref_rows.sum().item() == 8
+    assert sum(calls) == 8 and ro.diagnostics.ref_rows.sum().item() == 8
     full = batched_logprobs(ref, ro)
-    rows = ro.ref_rows
+    rows = ro.diagnostics.ref_rows
     torch.testing.assert_close(ro.ref_logprobs[rows], full[rows])
     assert (ro.ref_logprobs[~rows] == 0).all()
     sub = ro.select(torch.arange(4, 12)).trimmed()  # rows follow select and trim
-    assert sub.ref_rows.tolist() == ro.ref_rows[4:12].tolist()
+    assert sub.diagnostics.ref_rows.tolist() == ro.diagnostics.ref_rows[4:12].tolist()
 
 
 def _cfg(tmp_path, name, algo, **kw):

@@ -102,8 +102,9 @@ def test_no_import_cycle():
 
 def test_the_algorithms_meet_the_engine_only_as_named_lines():
     """algorithms/ imports from the engine only the whole-batch statistics, the
-    forward pass helpers and the update machinery; never distributed, LoRA or precision."""
-    allowed = {"rlalgos.engine.batch", "rlalgos.engine.forward", "rlalgos.engine.update"}
+    forward pass helpers, the update machinery and the run's engine settings (one record);
+    never distributed, LoRA or precision."""
+    allowed = {"rlalgos.engine.batch", "rlalgos.engine.forward", "rlalgos.engine.update", "rlalgos.engine.settings"}
     for m in MODULES:
         if m.startswith("rlalgos.algorithms"):
             engine = {t for t in imports(m) if t.startswith("rlalgos.engine")}

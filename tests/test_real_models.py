@@ -224,9 +224,9 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     pass (rollout, REINFORCE's own, eval), dtype the weights and the sampler's autocast, chat_template
     the prompts; config.json records them and resume runs with them. A model
     counted above 50M parameters at the default lr gets the warning."""
-    import rlalgos.algorithms.base
-    import rlalgos.rollout
     import rlalgos.engine.sampler
+    import rlalgos.engine.settings
+    import rlalgos.rollout
     import rlalgos.train
 
     _, tok = load_policy(two_eos_dir, device="cpu")
@@ -259,8 +259,7 @@ def test_run_knobs_reach_sampling_scoring_config_and_resume(two_eos_dir, tmp_pat
     )
     for mod, name in (
         (rlalgos.rollout, "batched_stats"),
-        (rlalgos.train, "batched_logprobs"),
-        (rlalgos.algorithms.base, "batched_logprobs"),
+        (rlalgos.engine.settings, "batched_logprobs"),  # the evaluation's and the algorithm's scoring passes
     ):
         monkeypatch.setattr(mod, name, spy_scorer(getattr(mod, name)))
     monkeypatch.setattr(rlalgos.train, "count_parameters", lambda m: 60_000_000)

@@ -29,7 +29,7 @@ import torch
 from .. import core
 from ..config import AlgoConfig
 from ..engine import batch
-from ..engine.forward import batched_logprobs
+from ..engine.settings import EngineSettings
 from ..engine.update import EntropyProbe, minibatch_updates
 from ..losses.common import aggregate
 from ..record import Rollout
@@ -67,33 +67,16 @@ class Algorithm:
     """Base class: owns the policy's optimizer and runs the update step.
 
     ``max_new_tokens`` is the sampling length limit (L_max of Dr. GRPO and of
-    DAPO's overlong penalty). ``score_batch_size``, ``logits_chunk`` and
-    ``autocast_dtype`` say how its forward passes run (TrainConfig's fields of the
-    same names and its ``dtype``; :mod:`rlalgos.engine.forward`); they change
-    memory and speed, never the maths.
+    DAPO's overlong penalty). ``engine`` is the run's
+    :class:`~rlalgos.engine.settings.EngineSettings`: how its forward passes run
+    (memory and speed, never the maths), what it measures and the rollout
+    correction; the defaults when None.
     """
 
-    def __init__(
-        self,
-        policy,
-        cfg: AlgoConfig,
-        max_new_tokens: int = 0,
-        *,
-        score_batch_size: int = 512,
-        logits_chunk: int = -1,
-        autocast_dtype: torch.dtype | None = None,
-        entropy_probe: bool = False,
-        rollout_correction: str = "none",
-        rollout_correction_threshold: float = 2.0,
-    ):
+    def __init__(self, policy, cfg: AlgoConfig, max_new_tokens: int = 0, engine: EngineSettings | None = None):
         self.policy, self.cfg = policy, cfg
-        self.entropy_probe = entropy_probe  # measure the entropy mechanism of every update (TrainConfig.entropy_probe)
-        self.rollout_correction, self.rollout_correction_threshold = (
-            rollout_correction,
-            rollout_correction_threshold,
-        )  # TrainConfig's fields
         self.max_new_tokens = max_new_tokens
-        self.score_batch_size, self.logits_chunk, self.autocast_dtype = score_batch_size, logits_chunk, autocast_dtype
+        self.engine = engine or EngineSettings()
         trainable = [p for p in policy.parameters() if p.requires_grad]  # all of them, or only the LoRA adapters
         self.optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step_count = 0  # updates done so far
@@ -106,7 +89,7 @@ class Algorithm:
         and one minibatch the policy has not moved yet, so ``logp.detach()`` is
         the same number and the extra forward pass is skipped. A ``rollout_correction``
         always needs them (the trainer's recompute, as TRL and verl make it)."""
-        return self.cfg.epochs > 1 or self.cfg.minibatches > 1 or self.rollout_correction != "none"
+        return self.cfg.epochs > 1 or self.cfg.minibatches > 1 or self.engine.rollout_correction != "none"
 
     @property
     def needs_ref(self) -> bool:
@@ -140,27 +123,26 @@ class Algorithm:
         (before the update the policy is still the one that sampled)."""
         if ro.old_logprobs is not None:
             return ro.old_logprobs
-        return batched_logprobs(
-            self.policy, ro, self.score_batch_size, logits_chunk=self.logits_chunk, autocast_dtype=self.autocast_dtype
-        )
+        return self.engine.logprobs(self.policy, ro)
 
     def with_rollout_correction(self, ro: Rollout, adv: Advantages) -> Advantages:
         """``adv`` with the rollout correction's (N, T) weights in ``is_weights``
         (:func:`rlalgos.core.rollout_correction_weights` of the trainer's and the sampler's
         log-probs; :meth:`aggregate` multiplies each token's policy loss by them) and their
         metrics; ``adv`` itself without a correction."""
-        if self.rollout_correction == "none":
+        correction = self.engine.rollout_correction
+        if correction == "none":
             return adv
         if ro.rollout_logprobs is None or ro.old_logprobs is None:
             raise ValueError(
-                f"rollout_correction {self.rollout_correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)"
+                f"rollout_correction {correction} needs the sampler's and the trainer's log-probs: sample with rollout(..., rollout_logprobs=True, old_logprobs=True)"
             )
         w, m = core.rollout_correction_weights(
             ro.old_logprobs,
             ro.rollout_logprobs,
             ro.completion_mask,
-            self.rollout_correction,
-            self.rollout_correction_threshold,
+            correction,
+            self.engine.rollout_correction_threshold,
         )
         m = batch.token_weighted(m, float((ro.completion_mask > 0).sum()))  # several processes: the whole batch's
         return replace(adv, is_weights=w, metrics={**adv.metrics, **m})
@@ -181,7 +163,9 @@ class Algorithm:
         """Advantages once, then ``epochs`` x ``minibatches`` optimizer steps on :meth:`loss`."""
         self.policy.train()
         adv = self.with_rollout_correction(ro, self.advantages(ro))
-        probe = EntropyProbe(self, ro, adv) if self.entropy_probe else None  # covariance and entropy before the step
+        probe = (
+            EntropyProbe(self, ro, adv) if self.engine.entropy_probe else None
+        )  # covariance and entropy before the step
         metrics = minibatch_updates(self, ro, adv)  # the engine: micro-batches, length buckets, processes
         metrics.update(adv.metrics)
         if probe is not None:

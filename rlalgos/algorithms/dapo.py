@@ -32,6 +32,7 @@ import torch
 from .. import core
 from ..config import DAPOConfig, parse_stages
 from ..engine import batch
+from ..engine.settings import EngineSettings
 from ..record import Rollout
 from .base import Advantages
 from .grpo import GRPO
@@ -40,8 +41,8 @@ from .grpo import GRPO
 class DAPO(GRPO):
     Config = DAPOConfig
 
-    def __init__(self, policy, cfg: DAPOConfig, max_new_tokens: int = 0, **forward_kw):
-        super().__init__(policy, cfg, max_new_tokens, **forward_kw)
+    def __init__(self, policy, cfg: DAPOConfig, max_new_tokens: int = 0, engine: EngineSettings | None = None):
+        super().__init__(policy, cfg, max_new_tokens, engine)
         self.stages = parse_stages(cfg.kl_stages)
         self.entropy_firing = False  # the monitor fired at the last step: the bonus is on for this one
         self.temperature: float | None = None  # None: the run's temperature, until the monitor raises it

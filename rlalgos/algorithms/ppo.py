@@ -37,6 +37,7 @@ from .. import core
 from ..config import ClippedConfig, PPOConfig
 from ..engine import batch
 from ..engine.forward import head_on_completion
+from ..engine.settings import EngineSettings
 from ..losses import get_policy_loss
 from ..record import Rollout
 from .base import Advantages, Algorithm
@@ -96,13 +97,13 @@ class ValueModel(nn.Module):
 class PPO(Clipped):
     Config = PPOConfig
 
-    def __init__(self, policy, cfg: PPOConfig, max_new_tokens: int = 0, **forward_kw):
-        super().__init__(policy, cfg, max_new_tokens, **forward_kw)
+    def __init__(self, policy, cfg: PPOConfig, max_new_tokens: int = 0, engine: EngineSettings | None = None):
+        super().__init__(policy, cfg, max_new_tokens, engine)
         self.critic = self.make_critic(policy)
 
     def make_critic(self, policy) -> ValueModel:
         """The critic, with its own parameter group (lr ``critic_lr``) in the optimizer."""
-        critic = ValueModel(policy, self.autocast_dtype).to(next(policy.parameters()).device).train()
+        critic = ValueModel(policy, self.engine.autocast_dtype).to(next(policy.parameters()).device).train()
         self.optimizer.add_param_group(
             {"params": list(critic.parameters()), "lr": self.cfg.critic_lr, "weight_decay": 0.0}
         )

@@ -22,9 +22,9 @@ and healthy arms, the learning tests' cases and the demo, 3 seeds each):
 ``benchmarks/doctor_thresholds.py`` trains them, ``docs/bench/doctor_thresholds.json`` holds
 each signal in every run, and ``docs/doctor.md`` the table and the confusion table.
 
-The loop (:mod:`rlalgos.train`) calls :func:`watch` after every step: it names what fires
-in the progress bar and stops a run that has collapsed (:class:`RunCollapsed`). It only
-reads rows, so a run's numbers are the same with or without it. ``rlalgos diagnose``
+The loop (:mod:`rlalgos.train`) runs them after every step (:func:`rlalgos.engine.watch.watch`):
+it names what fires in the progress bar and stops a run that has collapsed (:class:`RunCollapsed`).
+It only reads rows, so a run's numbers are the same with or without it. ``rlalgos diagnose``
 (:mod:`rlalgos.tools.diagnose`) applies :func:`diagnose` to a finished run, a TRL output
 folder or TensorBoard logs. Like :mod:`rlalgos.config`, this module imports no torch.
 """
@@ -177,7 +177,7 @@ def _first_window(s: pd.Series, n: int, level: float) -> tuple[int, float] | Non
     return int(over.index[0] if len(over) else window.index[0]), float(hit.iloc[0])
 
 
-def _runs(mask: pd.Series) -> list[tuple[int, int]]:
+def streaks(mask: pd.Series) -> list[tuple[int, int]]:
     """Runs of consecutive True values as (first step, length), in order."""
     out, start, length = [], None, 0
     for step, v in mask.items():
@@ -247,7 +247,8 @@ def collapse_mask(df: pd.DataFrame) -> pd.Series:
     return (low & far.fillna(False)).astype(bool)
 
 
-def _collapse_finding(df: pd.DataFrame, start: int, length: int) -> Finding:
+def collapse_finding(df: pd.DataFrame, start: int, length: int) -> Finding:
+    """The collapse that starts at step ``start`` and lasts ``length`` steps, with its numbers."""
     reward, kl, ent = _series(df, "reward_mean"), _series(df, "kl"), _series(df, "entropy")
     ev = {
         "reward": float(reward.get(start, math.nan)),
@@ -274,9 +275,9 @@ def _collapse_finding(df: pd.DataFrame, start: int, length: int) -> Finding:
 
 def collapse(df: pd.DataFrame, min_steps: int = COLLAPSE_STEPS) -> Finding | None:
     """Reward near 0 with KL to the reference far above any healthy run's, for ``min_steps`` steps in a row (the first such run of steps)."""
-    for start, length in _runs(collapse_mask(df)):
+    for start, length in streaks(collapse_mask(df)):
         if length >= min_steps:
-            return _collapse_finding(df, start, length)
+            return collapse_finding(df, start, length)
     return None
 
 
@@ -483,62 +484,3 @@ def split(findings: list[Finding]) -> tuple[list[Finding], list[Finding]]:
         return list(findings), []
     after = [f for f in findings if f is not first and f.step + WINDOWS.get(f.name, 1) - 1 >= first.step]
     return [first] + [f for f in findings if f is not first and f not in after], after
-
-
-# --------------------------------------------------------------------------- #
-# While training
-# --------------------------------------------------------------------------- #
-
-WATCH_KEYS = (
-    "step",
-    "reward_mean",
-    "kl",
-    "entropy",
-    "zero_std_frac",
-    "completion_len",
-    "truncated_frac",
-    "clip_frac",
-    "loss",
-    "grad_norm",
-    "nonfinite",
-    "eval_accuracy",
-    "eval_entropy",
-)
-"""The keys :func:`watch` copies out of the loop's rows."""
-
-
-@dataclass(frozen=True)
-class Watch:
-    """What the doctor says after a step: the ``firing`` signatures' names, the collapse
-    that should stop the run (``stop``, or None) and the length of the collapse streak
-    that ends at the latest step (``pending``: 1 .. COLLAPSE_STEPS - 1 is not yet a stop)."""
-
-    firing: tuple[str, ...]
-    stop: Finding | None
-    pending: int
-
-    def postfix(self) -> str:
-        """For the progress bar: the firing signatures, and a collapse under way as ``collapse 2/3``."""
-        names = list(self.firing)
-        if self.pending and "collapse" not in names:
-            names.insert(0, f"collapse {self.pending}/{COLLAPSE_STEPS}")
-        return ",".join(names)
-
-
-def watch(rows: list[dict], max_new_tokens: int | None = None, nonfinite_now: bool = False) -> Watch:
-    """The doctor on the rows so far (the loop calls it after each step, before the row is written).
-
-    ``stop`` is the collapse once it has lasted COLLAPSE_STEPS steps, or as soon as a step goes
-    non-finite (``nonfinite_now``) while a collapse is under way: the NaN comes after the collapse,
-    at a step that differs between CPUs, so the collapse is what the run is stopped for."""
-    df = pd.DataFrame.from_records([{k: r[k] for k in WATCH_KEYS if k in r} for r in rows])
-    firing = tuple(f.name for f in diagnose(df, max_new_tokens))
-    mask = collapse_mask(df)
-    runs = _runs(mask)
-    pending = runs[-1][1] if runs and mask.iloc[-1] else 0
-    if nonfinite_now and not pending and len(mask) >= 2 and mask.iloc[-2]:  # the non-finite row's own values may be NaN
-        pending = runs[-1][1]
-    stop = None
-    if runs and (pending >= COLLAPSE_STEPS or (nonfinite_now and pending)):
-        stop = _collapse_finding(df, runs[-1][0], runs[-1][1])
-    return Watch(firing, stop, pending if pending < COLLAPSE_STEPS else 0)

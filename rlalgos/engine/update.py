@@ -20,7 +20,7 @@ import torch
 from .. import core
 from . import batch, distributed
 from .buckets import length_buckets
-from .forward import batched_logprobs, forward_logprobs
+from .forward import forward_logprobs
 
 
 @dataclass
@@ -68,17 +68,18 @@ class SamplingStats:
         if mb.ref_logprobs is None:
             return
         self.seen = True
-        kl_mask = mask if mb.ref_rows is None else mask * mb.ref_rows.unsqueeze(1)  # (n, T)
+        ref_rows = mb.diagnostics.ref_rows  # (n,) bool, or None: every row
+        kl_mask = mask if ref_rows is None else mask * ref_rows.unsqueeze(1)  # (n, T)
         kl = core.kl_estimate(logp.detach(), mb.ref_logprobs, "k3")  # (n, T)
         self.kl_tokens += float(kl_mask.sum().item())
         self.kl += float(core.masked_sum(kl, kl_mask).item())
         if kl_exact is not None:
             self.exact_seen = True
             self.kl_exact += float(core.masked_sum(kl_exact.detach(), kl_mask).item())
-        if mb.ref_rows is not None:
+        if ref_rows is not None:
             y, n = (
-                core.masked_sum(kl, kl_mask, dim=-1)[mb.ref_rows],
-                kl_mask.sum(-1)[mb.ref_rows],
+                core.masked_sum(kl, kl_mask, dim=-1)[ref_rows],
+                kl_mask.sum(-1)[ref_rows],
             )  # (m,) per measured answer
             self.sub_rows += float(len(y))
             self.rows += float(len(mb))
@@ -125,8 +126,9 @@ def minibatch_updates(algo, ro, adv) -> dict:
     N, cfg = len(ro), algo.cfg
     logs: dict[str, list[float]] = {}
     sampling = SamplingStats()
-    if ro.old_entropy is not None:  # the rollout recorded the sampling policy: measure before any step
-        sampling.add(ro, ro.old_logprobs, ro.old_entropy, ro.old_kl_exact)
+    recorded = ro.diagnostics.old_entropy is not None  # the rollout recorded the sampling policy
+    if recorded:  # measure it before any step
+        sampling.add(ro, ro.old_logprobs, ro.diagnostics.old_entropy, ro.diagnostics.old_kl_exact)
     loss_tokens = adv.mask.sum(-1)  # (N,) tokens each row adds to a token-mean
     lengths = ro.length_key()  # (N,) sort key for the length buckets
     device = adv.values.device
@@ -141,9 +143,7 @@ def minibatch_updates(algo, ro, adv) -> dict:
             for sub in (idx[b] for b in length_buckets(lengths[idx], cfg.length_buckets, cfg.micro_batch_size)):
                 mb = ro.select(sub).trimmed()  # similar lengths, padding columns cut
                 a = adv.rows(sub, mb.completion_ids.shape[1])  # (n, T') or (n, 1)
-                record_sampling = (
-                    epoch == 0 and ro.old_entropy is None
-                )  # one update: this pass *is* the sampling policy
+                record_sampling = epoch == 0 and not recorded  # one update: this pass *is* the sampling policy
                 out = forward_logprobs(
                     algo.policy,
                     mb.prompt_ids,
@@ -153,9 +153,9 @@ def minibatch_updates(algo, ro, adv) -> dict:
                     mb.temperature,
                     with_entropy=record_sampling,
                     entropy_grad=algo.wants_entropy_grad(),
-                    logits_chunk=algo.logits_chunk,
-                    autocast_dtype=algo.autocast_dtype,
-                    ref_logits=mb.ref_logits if record_sampling else None,
+                    logits_chunk=algo.engine.logits_chunk,
+                    autocast_dtype=algo.engine.autocast_dtype,
+                    ref_logits=mb.diagnostics.ref_logits if record_sampling else None,
                 )
                 old = mb.old_logprobs if mb.old_logprobs is not None else out["logprobs"].detach()
                 loss, m = algo.loss(mb, out, a, old)
@@ -202,8 +202,8 @@ class EntropyProbe:
 
     def __init__(self, algo, ro, adv):
         self.algo, self.ro = algo, ro
-        if ro.old_entropy is not None:
-            logp, ent = ro.old_logprobs, ro.old_entropy  # (N, T) each
+        if ro.diagnostics.old_entropy is not None:
+            logp, ent = ro.old_logprobs, ro.diagnostics.old_entropy  # (N, T) each
         else:
             logp, ent = self._pass()
         mask = ro.completion_mask  # (N, T): every sampled token, whatever its weight in the loss
@@ -217,15 +217,7 @@ class EntropyProbe:
         }
 
     def _pass(self):
-        a = self.algo
-        return batched_logprobs(
-            a.policy,
-            self.ro,
-            a.score_batch_size,
-            with_entropy=True,
-            logits_chunk=a.logits_chunk,
-            autocast_dtype=a.autocast_dtype,
-        )
+        return self.algo.engine.logprobs(self.algo.policy, self.ro, with_entropy=True)
 
     def after(self) -> dict:
         """``entropy_cov``, ``entropy_before``, ``entropy_after`` and ``entropy_change`` (per token)."""

@@ -555,6 +555,7 @@ def cmd_eval(args: EvalArgs) -> None:
     if not (args.temperature > 0 and 0 < args.top_p <= 1):
         raise ValueError(f"--temperature must be > 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
     from ..engine.precision import resolve_precision
+    from ..engine.settings import EngineSettings
     from ..model import load_policy
     from ..tasks import get_task
     from ..train import evaluate
@@ -573,7 +574,7 @@ def cmd_eval(args: EvalArgs) -> None:
         seed=args.seed,
         n_show=args.show,
         chat_template=args.chat_template,
-        autocast_dtype=resolve_precision(args.dtype, policy.device)[1],
+        engine=EngineSettings(autocast_dtype=resolve_precision(args.dtype, policy.device)[1]),
     )
     for s in ev.pop("samples", []):
         print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
