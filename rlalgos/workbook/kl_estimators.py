@@ -20,7 +20,7 @@ can be measured against the thing they estimate, twice:
   KL loss does; the sequence-level KL's full gradient also carries how an earlier token
   changes later states (the paper's second pitfall), which neither includes.
 
-Notebook 03 section 7 reads the table :func:`kl_estimator_table` returns.
+Notebook 03b (the appendix to 03) reads the table :func:`kl_estimator_table` returns.
 """
 
 from __future__ import annotations
