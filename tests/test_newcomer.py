@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from rlalgos.config import ALGORITHMS
-from rlalgos.tools import cli
+from rlalgos.tools import cli, commands
 from rlalgos.workbook.stats import paired_effect, paired_values, verdict_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def test_the_summary_names_the_steps_of_its_evaluations(capsys):
         ]
     )
     df.run_dir = "runs/x"
-    cli._print_run_summary(df)
+    commands.print_run_summary(df)
     out = capsys.readouterr().out
     assert "eval accuracy 0.400 (step 0) -> 0.500 (step 10); greedy 0.600 -> 0.700" in out and "12" not in out
 

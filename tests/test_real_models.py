@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from rlalgos.tools import cli
-from rlalgos.config import TrainConfig, load_run_config, lr_warning, make_config
+from rlalgos.config import TrainConfig, lr_warning, make_config
 from rlalgos.engine.precision import resolve_precision
+from rlalgos.engine.runs import load_run_config
 from rlalgos.model import char_tokenizer, load_policy, tiny_model
 from rlalgos.record import completion_mask_from_ids, decode_completions
 from rlalgos.rollout import rollout
