@@ -602,17 +602,23 @@ def algorithm_config(name: str) -> AlgorithmSpec:
     return ALGORITHMS[name]
 
 
-def make_config(name: str, **overrides) -> AlgoConfig:
-    """The named algorithm's config (its preset applied) with ``overrides`` (unknown keys are an error)."""
-    spec = algorithm_config(name)
-    known = {f.name for f in fields(spec.config)}
-    bad = sorted(set(overrides) - known)
-    near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1, cutoff=0.6)]
+def check_options(name: str, given, where: str = "") -> None:
+    """A one-line ``ValueError`` naming the options in ``given`` that algorithm ``name`` does not
+    have, with the nearest one it has (``where``: the text they came from, for the message)."""
+    known = [f.name for f in fields(algorithm_config(name).config)]
+    bad = [k for k in given if k not in known]
+    near = [m for b in bad for m in difflib.get_close_matches(b, known, n=1, cutoff=0.6)]
     require(
         not bad,
-        f"{name} has no option {', '.join(bad)}; "
-        + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(sorted(known))}"),
+        f"{name} has no option {', '.join(map(repr, bad))}{where}; "
+        + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(known)}"),
     )
+
+
+def make_config(name: str, **overrides) -> AlgoConfig:
+    """The named algorithm's config (its preset applied) with ``overrides`` (unknown keys are an error)."""
+    check_options(name, sorted(overrides))
+    spec = ALGORITHMS[name]
     return replace(spec.config(**spec.preset), **overrides)
 
 
@@ -621,18 +627,11 @@ def parse_algo_spec(spec: str) -> tuple[str, dict]:
     each value converted to the type of that option's default."""
     name, *pairs = spec.strip().split(":")
     algorithm_config(name)
-    defaults = {f.name: f for f in fields(ALGORITHMS[name].config)}
     options = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         key = key.strip().replace("-", "_")
-        if key not in defaults:
-            near = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
-            require(
-                False,
-                f"{name} has no option {key!r} in {spec!r}"
-                + (f"; did you mean {near[0]}?" if near else f"; its options: {', '.join(defaults)}"),
-            )
+        check_options(name, [key], f" in {spec!r}")
         require(bool(eq), f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE, e.g. {name}:lr=3e-4")
         typ = type(getattr(ALGORITHMS[name].config(), key))
         try:

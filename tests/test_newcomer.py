@@ -127,6 +127,32 @@ def test_help_fits_two_screens_with_the_common_options_first(capsys):
     assert "{None}" not in out and "RUN_DIR" in out
 
 
+def test_every_option_is_two_sentences_at_most_and_its_links_resolve():
+    """A field's docstring says what the option is and why its default; the longer story is a
+    section of docs/knobs.md that the docstring names, and that section exists."""
+    import dataclasses
+
+    from rlalgos import config
+    from rlalgos.tools.cli_help import field_docs
+    from rlalgos.workbook import configs
+
+    sentence_end = re.compile(r"(?<!\bal)(?<!e\.g)(?<!i\.e)(?<!\bsec)(?<!\bv2)\. (?=[A-Z`0-9(-])")
+    knobs = (Path(__file__).resolve().parents[1] / "docs" / "knobs.md").read_text()
+    headings = set(re.findall(r"^## (\S+)$", knobs, flags=re.M))
+    classes = [
+        c
+        for mod in (config, configs)
+        for c in vars(mod).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == mod.__name__
+    ]
+    assert config.TrainConfig in classes and configs.SFTConfig in classes
+    for cls in classes:
+        for name, doc in field_docs(cls).items():
+            assert len(sentence_end.split(doc.rstrip("."))) <= 2, (cls.__name__, name, doc)
+            for anchor in re.findall(r"docs/knobs\.md#(\w+)", doc):
+                assert anchor in headings, (cls.__name__, name, anchor)
+
+
 def test_typos_get_the_nearest_name_of_this_command(capsys):
     cases = [
         (
