@@ -3,7 +3,7 @@
 Made for a GPU machine lent for a few minutes, with no network: it downloads and
 installs nothing, and builds every model it trains in a temporary folder:
 
-* ``tiny``: the shipped base model (``data/base_model``, ~0.86M parameters);
+* ``tiny``: the shipped base model (``data/base_model``, 0.87M parameters);
 * ``qwen2-100m`` and ``qwen2-500m``: randomly initialised Qwen2 causal LMs with
   Qwen's 151,936-token vocabulary (~108M parameters, and Qwen2.5-0.5B's own shape,
   ~494M), saved with ``save_pretrained`` next to a tokenizer of the same size (the

@@ -39,7 +39,8 @@ import numpy as np
 
 from _common import machine_info
 from learning_efficiency import curve, first_crossing, mean_curve
-from rlalgos.config import load_run_config, make_config, parse_algo_spec
+from rlalgos.config import make_config, parse_algo_spec
+from rlalgos.engine.runs import load_run_config
 from rlalgos.workbook.plots import plot_runs
 from rlalgos.workbook.stats import effect_table
 from rlalgos.tools.sweep import run_many

@@ -1,9 +1,11 @@
-"""Every knob of rlalgos, with its docstring and its check, and nothing else.
+"""Every knob of rlalgos, with its docstring and its check.
 
-The dataclasses here are the command line (``rlalgos train grpo --help`` prints
-their field docstrings) and the Python API (``train(TrainConfig(...),
-make_config("grpo", lr=3e-4))``). This module imports neither torch nor
-transformers, so the CLI answers ``--help`` and bad values at once.
+The dataclasses here are the command line (``rlalgos train grpo --help`` shows
+the first clause of each field's docstring, ``rlalgos algos grpo`` the whole of it)
+and the Python API (``train(TrainConfig(...), make_config("grpo", lr=3e-4))``).
+A docstring says what the knob is and why its default; the longer story of a
+knob is in docs/knobs.md. This module imports neither torch nor transformers,
+so the CLI answers ``--help`` and bad values at once.
 
 Read the algorithm configs in order: each adds only what its algorithm adds.
 
@@ -15,104 +17,65 @@ Read the algorithm configs in order: each adds only what its algorithm adds.
 
 from __future__ import annotations
 
-import ast
 import difflib
-import functools
 import importlib.util
-import inspect
-import json
-import sys
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
-from typing import Literal
 
 from .losses import LOSS_AGG_MODES, POLICY_LOSSES
+from .losses.registry import require
 from .tasks import DATA_DIR
 
 BASE_MODEL_DIR = DATA_DIR / "base_model"
 """Where the shipped SFT base model lives (``rlalgos sft`` writes it)."""
 REWARD_MODEL_DIR = DATA_DIR / "reward_model"
-TRAP_MODEL_DIR = DATA_DIR / "trap_model"
 """Where the shipped reward model lives (``rlalgos rm`` writes it)."""
+TRAP_MODEL_DIR = DATA_DIR / "trap_model"
+"""Where the exploration regime's base model lives (``rlalgos trap-model`` writes it)."""
+SHIPPED_PARAMETERS = "0.87M"
+"""The shipped base model's size (865,920 parameters), as the messages write it."""
 
 BASELINES = ("none", "batch_mean", "leave_one_out")
 EI_KEEP = ("correct", "best")
 """Which answers expert iteration (``ei``) trains on: every one whose reward reaches ``keep_threshold``, or only its group's best."""
 KL_ESTIMATORS = ("k1", "k2", "k3")
 GRPO_KL_ESTIMATORS = KL_ESTIMATORS + ("k1+", "k3+")
-"""Every kind :func:`rlalgos.core.kl_estimate` knows, and what a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (the value of k1 / k3, the gradient of k2: the reverse KL's; notebook 03 section 7)."""
+"""What a KL *in the loss* may use: also verl's straight-through k1+ / k3+ (:func:`rlalgos.core.kl_estimate`)."""
+ADV_SCALES = ("std", "none")
 DYNAMIC_SAMPLING = ("resample", "filter", "downweight", "off")
+ENTROPY_ACTIONS = ("bonus", "temperature")
 LOSS_MODES = tuple(POLICY_LOSSES)
-"""The policy losses a clipped algorithm can use (``loss_mode``; verl's ``policy_loss.loss_mode``, clip = verl's vanilla): the modules of :mod:`rlalgos.losses`."""
+"""The policy losses a clipped algorithm can use (``loss_mode``): the modules of :mod:`rlalgos.losses`."""
 DTYPES = ("auto", "float32", "bfloat16", "bfloat16-weights", "float16-weights")
 ROLLOUT_DTYPES = ("float32", "bfloat16", "float16")
-"""What ``rollout_dtype`` may name: the precision of the sampling copy of the policy (float32: no copy, the policy samples)."""
+"""What ``rollout_dtype`` may name (float32: no copy, the policy samples)."""
 ROLLOUT_CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
-"""The sampler-trainer mismatch corrections (``rollout_correction``; TRL's ``vllm_importance_sampling_mode`` names): :func:`rlalgos.core.rollout_correction_weights`."""
+"""The sampler-trainer mismatch corrections (``rollout_correction``): :func:`rlalgos.core.rollout_correction_weights`."""
+SAMPLERS = ("compact", "hf")
+ON_NONFINITE = ("stop", "skip")
+CHOICES = {
+    "dtype": DTYPES,
+    "rollout_dtype": ROLLOUT_DTYPES,
+    "rollout_correction": ROLLOUT_CORRECTIONS,
+    "sampler": SAMPLERS,
+    "on_nonfinite": ON_NONFINITE,
+    "loss_agg": LOSS_AGG_MODES,
+    "baseline": BASELINES,
+    "keep": EI_KEEP,
+    "loss_mode": LOSS_MODES,
+    "adv_scale": ADV_SCALES,
+    "dynamic_sampling": DYNAMIC_SAMPLING,
+    "entropy_action": ENTROPY_ACTIONS,
+}
+"""Options whose values come from a fixed set: validate() checks them, --help lists them (kl_estimator's set
+depends on the algorithm: KL_ESTIMATORS in the reward, GRPO_KL_ESTIMATORS in the loss)."""
 LORA_INSTALL = "pip install rlalgos[lora]"
 """What a missing peft (the ``lora`` extra) tells the user to run."""
-TRACKERS = ("tensorboard", "wandb", "trackio")
-"""The trackers ``report_to`` may name (each is also the name of its pip extra and of its package)."""
 
 
-def installed(name: str) -> bool:
-    """Whether the package ``name`` can be imported (without importing it)."""
-    if name in sys.modules:
-        return sys.modules[name] is not None
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def parse_report_to(text: str, check_installed: bool = True) -> list[str]:
-    """``"tensorboard,wandb"`` -> ``["tensorboard", "wandb"]``; ``"none"`` or ``""`` -> ``[]``;
-    ``"all"`` -> every tracker that is installed (TRL's meaning).
-
-    Raises ``ValueError`` with one line for an unknown name or, with
-    ``check_installed``, a tracker whose package is missing."""
-    names = [n.strip().lower() for n in str(text).split(",") if n.strip()]
-    if names in ([], ["none"]):
-        return []
-    if "all" in names or "none" in names:
-        if len(names) > 1:
-            raise ValueError(
-                f"report_to {text!r}: 'all' and 'none' stand alone; give one of them or a list such as tensorboard,wandb"
-            )
-        return [n for n in TRACKERS if installed(n)]
-    unknown = [n for n in names if n not in TRACKERS]
-    if unknown:
-        raise ValueError(
-            f"unknown report_to {', '.join(unknown)}; use none, all or a comma-separated list of {', '.join(TRACKERS)}"
-        )
-    names = list(dict.fromkeys(names))
-    if check_installed:
-        for n in names:
-            if not installed(n):
-                raise ValueError(
-                    f"--report-to {n} needs the {n} package, which is not installed: pip install rlalgos[{n}]"
-                )
-    return names
-
-
-@functools.cache
-def field_docs(cls: type) -> dict[str, str]:
-    """``{field: the docstring under it}`` of a config dataclass: the one place an option is
-    documented, which the command line's help (tyro) and other commands' options read."""
-    docs, body = {}, ast.parse(inspect.getsource(cls)).body[0].body
-    for node, nxt in zip(body, body[1:]):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(getattr(nxt, "value", None), ast.Constant)
-        ):
-            docs[node.target.id] = " ".join(str(nxt.value.value).split())
-    return docs
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+def one_of(cfg, name: str, choices=None) -> None:
+    """A one-line ``ValueError`` unless ``cfg``'s option ``name`` is one of ``choices`` (default: ``CHOICES[name]``)."""
+    value, choices = getattr(cfg, name), choices or CHOICES[name]
+    require(value in choices, f"unknown {name} {value!r}; use one of {', '.join(choices)}")
 
 
 # --------------------------------------------------------------------------- #
@@ -129,19 +92,19 @@ class TrainConfig:
     model: str = ""
     """Policy to start from: a local folder or hub name; empty = the shipped base model in data/base_model."""
     dtype: str = "auto"
-    """Numeric precision of the policy. ``auto``: ``bfloat16`` on CUDA, ``float32`` on CPU. ``float32``: float32 weights, float32 maths. ``bfloat16``: mixed precision, the standard scheme (TRL's bf16, verl's FSDP): float32 weights (the optimizer's master copy, so a step of 1e-6 of a weight still counts) and every forward pass (sampling, scoring, the update) under ``torch.autocast(bfloat16)``; log-probs and losses stay float32. ``bfloat16-weights`` / ``float16-weights``: the weights themselves in that dtype, half the memory, no autocast: a step smaller than about 1/256 of a weight is rounded away (at lr 1e-6 most are), and float16 has no loss scaling; for memory-starved runs only (with LoRA they are safe: only the frozen base is in that dtype, the adapters stay float32). The weights' dtype applies when rlalgos loads the model; a model passed to ``train()`` in Python keeps its own, and every forward pass of the run (sampling, scoring, the update) runs under this setting's autocast (:mod:`rlalgos.engine.precision`)."""
+    """Numeric precision of the policy: ``auto`` (``bfloat16`` on CUDA, ``float32`` on CPU), ``float32``, ``bfloat16`` (float32 weights, every forward pass under bfloat16 autocast: TRL's and verl's scheme) or ``bfloat16-weights`` / ``float16-weights`` (the weights themselves in that dtype, for memory-starved runs). What each mode rounds away: docs/knobs.md#dtype."""
     lora_rank: int = 0
-    """LoRA rank r (needs ``pip install rlalgos[lora]``): train rank-r adapters on the layers named by lora_targets, every other weight frozen, instead of every weight; the reference policy is the same model with its adapters switched off (no second copy), and a checkpoint holds the adapters (load_policy / ``rlalgos eval --model RUN_DIR/checkpoint`` merge them into the base). 0 = off: full fine-tuning. Not with ppo (its critic is a full copy of the trunk)."""
+    """LoRA rank r (``pip install rlalgos[lora]``): train rank-r adapters on lora_targets, every other weight frozen; 0 = off (full fine-tuning). Not with ppo; the reference and the checkpoint with LoRA: docs/knobs.md#lora_rank."""
     lora_alpha: float = 0.0
     """LoRA scale: the adapters' output is multiplied by lora_alpha / lora_rank; 0 = 2 x lora_rank (a scale of 2, as TRL's r=16, alpha=32)."""
     lora_dropout: float = 0.0
     """Dropout on the adapters' input in the update (peft's lora_dropout); 0 keeps the first update pass equal to the sampling policy (ratio 1)."""
     lora_targets: str = "all-linear"
-    """Layers that get adapters: ``all-linear`` (every linear projection of attention and MLP, not the LM head) or comma-separated module names, e.g. ``q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj`` (Llama, Qwen)."""
+    """Layers that get adapters: ``all-linear`` (every linear projection of attention and MLP, not the LM head) or comma-separated module names such as ``q_proj,k_proj,v_proj,o_proj``."""
     chat_template: bool = False
     """Wrap each task prompt in the tokenizer's chat template (one user turn, then the assistant's turn), for instruct models; training and evaluation alike."""
     task: str = "addition"
-    """Task name (``addition``), ``addition:terms=2-6`` (a difficulty regime), ``gsm8k:TRAIN.jsonl[,TEST.jsonl]`` (without TEST, 10% of TRAIN is held out), ``gsm8k:DATASET``, or ``MODULE:FUNCTION[:key=value]`` (the Task a function of yours returns)."""
+    """Task: ``addition``, ``addition:terms=2-6``, ``gsm8k:TRAIN.jsonl[,TEST.jsonl]``, ``gsm8k:DATASET`` or ``MODULE:FUNCTION[:key=value]`` (the Task a function of yours returns). Each form: docs/knobs.md#task."""
     steps: int = 60
     """Training steps (one rollout and one update each)."""
     prompts_per_step: int = 32
@@ -153,17 +116,17 @@ class TrainConfig:
     temperature: float = 1.0
     """Sampling temperature for training rollouts and the sampled eval (the one place it is set)."""
     top_p: float = 1.0
-    """Nucleus sampling for training rollouts and the sampled eval: sample from the smallest set of tokens holding this much probability; 1.0 = off. Below 1 the samples no longer come from the policy: the log-probs for the ratio and the KL are still the full softmax at the temperature (as in TRL and verl)."""
+    """Nucleus sampling for training rollouts and the sampled eval; 1.0 = off. Below 1 the samples no longer come from the policy whose log-probs the ratio and the KL use (docs/knobs.md#top_p)."""
     rollout_dtype: str = "float32"
-    """Precision the training rollouts are sampled in, while the trainer scores them in ``dtype`` (the rollout-trainer mismatch of engines that sample with vLLM/SGLang in bf16 and train in fp32). ``float32``: the policy itself samples (no mismatch beyond ``top_p``). ``bfloat16`` / ``float16``: a copy of the policy with its weights in that dtype samples, its weights re-synced from the trained ones before every rollout (an engine's weight sync). Then (or with ``top_p`` < 1, or a ``rollout_correction``) the sampler's own log-probs of its tokens (``rollout_logprobs``, under the distribution it sampled from: temperature and top-p applied, like vLLM's processed_logprobs) are kept and the gap to the trainer's is logged every step (``mismatch_logp_gap_mean`` ...). The sampled eval always uses the policy itself."""
+    """Precision of a copy of the policy that samples the training rollouts while the trainer scores them in ``dtype`` (the mismatch of engines that sample in bf16); ``float32`` = no copy, the policy samples. What is kept and logged then: docs/knobs.md#rollout_dtype."""
     rollout_sync_every: int = 1
-    """Steps between weight syncs of the sampling copy: 1 = before every step's rollout (the sampler differs from the trainer only by ``rollout_dtype`` and ``top_p``). k > 1: the sampler keeps the weights of the last sync, so its rollouts come from a policy up to k - 1 updates old (an asynchronous engine's staleness; a larger, deliberate mismatch), in ``rollout_dtype`` (a float32 copy if that is float32). A resumed run syncs at its first step."""
+    """Steps between weight syncs of the sampling copy; 1 = before every rollout. k > 1 samples from a policy up to k - 1 updates old, an asynchronous engine's staleness (docs/knobs.md#rollout_sync_every)."""
     rollout_correction: str = "none"
-    """Correct the policy loss for the rollout-trainer mismatch with an importance weight ``r = pi_trainer / pi_sampler`` (of the sampled tokens; detached, times each token's policy loss; :func:`rlalgos.core.rollout_correction_weights`): ``token_truncate`` (TIS: ``min(r_t, C)``), ``token_mask`` (``r_t``, 0 where ``r_t > C``), ``sequence_truncate`` / ``sequence_mask`` (the same with one ratio per answer, the product of its token ratios); ``none`` = off. TRL's ``vllm_importance_sampling_mode``, verl's ``algorithm.rollout_correction``. The trainer's log-probs are then recomputed in a no-grad pass after sampling, as both engines do."""
+    """Weight each token's policy loss by ``r = pi_trainer / pi_sampler`` to correct the rollout-trainer mismatch: ``token_truncate`` (TIS), ``token_mask``, ``sequence_truncate`` or ``sequence_mask``; ``none`` = off. The formulas and the engines' names: docs/knobs.md#rollout_correction."""
     rollout_correction_threshold: float = 2.0
-    """C of ``rollout_correction``: the cap (truncate) or the cut-off (mask) on the ratio; >= 1. verl's rollout_is_threshold defaults to 2.0, TRL's vllm_importance_sampling_clip_max to 3.0."""
+    """C of ``rollout_correction``: the cap (truncate) or the cut-off (mask) on the ratio, >= 1. 2.0 is verl's default (TRL's is 3.0)."""
     logits_chunk: int = -1
-    """Tokens per LM-head chunk in every log-prob pass (scoring and update): at most this many tokens' full-vocabulary logits exist at once, so their memory grows with the chunk, not with batch x length (Qwen's 151,936-token vocabulary: ~0.7 GB at 256, ~1.3 GB at 512, where a 64 x 256 batch unchunked needs 30-40 GB). -1 = auto: 2**25 logits per chunk (~220 tokens at Qwen's vocabulary; the shipped model's batches fit in one, so it runs unchunked); 0 = the whole batch at once."""
+    """Tokens per LM-head chunk in every log-prob pass, so the full-vocabulary logits take memory per chunk, not per batch; 0 = the whole batch at once. -1 = auto, 2**25 logits per chunk (the shipped model's batches fit in one); sizes: docs/knobs.md#logits_chunk."""
     sampler: str = "compact"
     """``compact`` (rlalgos' sampling loop, drops finished answers from the batch) or ``hf`` (transformers' generate)."""
     score_batch_size: int = 512
@@ -185,9 +148,9 @@ class TrainConfig:
     log_kl: bool = True
     """Measure KL to the reference every step even when the algorithm does not train on it (one extra no-grad forward)."""
     kl_sample_rows: int = 0
-    """When the KL is only logged (the algorithm's KL coefficient is 0): measure it on this many answers per step (per process under torchrun), evenly spread over the groups, instead of all of them; the reference pass then costs that share of a full one. ``kl`` becomes an estimate and ``kl_stderr`` its standard error. 0 = every answer (exact). A KL in the loss or the reward is always exact."""
+    """When the KL is only logged (the algorithm's kl_coef is 0): measure it on this many evenly spread answers per step, so ``kl`` is an estimate with standard error ``kl_stderr``; 0 = every answer. A KL the algorithm trains on is always exact."""
     entropy_probe: bool = False
-    """Measure the entropy mechanism of every update (Cui et al. 2025): log ``entropy_cov``, the covariance over the rollout's tokens of sampling log-prob and advantage (to first order the entropy change is minus it), and ``entropy_before`` / ``entropy_after`` / ``entropy_change``, the exact entropy on the rollout's own states before and after the update (one or two extra no-grad passes)."""
+    """Measure the entropy mechanism of every update (Cui et al. 2025): ``entropy_cov`` and the exact ``entropy_before`` / ``entropy_after`` / ``entropy_change`` on the rollout's own states. Off by default: it costs one or two extra no-grad passes (docs/metrics.md)."""
     seed: int = 0
     """Seeds prompt order, sampling and initialisation; same seed, same numbers on CPU."""
     device: str = "auto"
@@ -201,71 +164,59 @@ class TrainConfig:
     on_nonfinite: str = "stop"
     """A NaN/inf loss or gradient: ``stop`` (write the row, keep the last good checkpoint, raise) or ``skip`` (drop that update, go on)."""
     stop_on_collapse: bool = True
-    """Stop a run whose policy has collapsed (reward near 0 with KL to the reference far above a healthy run's, for several steps in a row; :func:`rlalgos.engine.doctor.collapse`): write the row with the reason, keep the checkpoint on disk (none is written while a collapse is under way), raise :class:`rlalgos.engine.doctor.RunCollapsed` (the CLI exits with status 2). Off: train on; the progress bar still names it."""
+    """Stop a run whose policy has collapsed (reward near 0 with KL far above a healthy run's, several steps in a row), keeping the last good checkpoint; the CLI exits with status 2. Off: train on, the progress bar still names it (docs/knobs.md#stop_on_collapse)."""
     report_to: str = "none"
-    """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard`` (event files in out_dir/tensorboard/), ``wandb`` (out_dir/wandb/, offline without an API key) and ``trackio``. Each is an extra: pip install rlalgos[tensorboard]. metrics.jsonl stays the record: a tracker that fails gets a warning and the run goes on."""
+    """Experiment trackers that also get every metrics row (TRL's flag): ``none``, ``all`` (every one installed) or a comma-separated list of ``tensorboard``, ``wandb``, ``trackio``. metrics.jsonl stays the record; where each writes: docs/knobs.md#report_to."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
         algorithm_config(self.algo)
         for name in ("steps", "prompts_per_step", "group_size", "eval_samples"):
-            _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+            require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("eval_every", "eval_prompts", "save_every", "max_new_tokens", "kl_sample_rows"):
-            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-        _check(
+            require(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        require(
             self.logits_chunk >= -1,
             f"logits_chunk must be -1 (auto), 0 (off) or a number of tokens, got {self.logits_chunk}",
         )
-        _check(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
-        _check(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
-        _check(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
-        _check(self.dtype in DTYPES, f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
-        _check(
-            self.rollout_dtype in ROLLOUT_DTYPES,
-            f"unknown rollout_dtype {self.rollout_dtype!r}; use one of {', '.join(ROLLOUT_DTYPES)}",
-        )
-        _check(
-            self.rollout_correction in ROLLOUT_CORRECTIONS,
-            f"unknown rollout_correction {self.rollout_correction!r}; use one of {', '.join(ROLLOUT_CORRECTIONS)}",
-        )
-        _check(
+        require(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        require(0 < self.top_p <= 1, f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
+        require(self.score_batch_size >= 1, f"score_batch_size must be >= 1, got {self.score_batch_size}")
+        for name in ("dtype", "rollout_dtype", "rollout_correction", "sampler", "on_nonfinite"):
+            one_of(self, name)
+        require(
             self.rollout_sync_every >= 1,
             f"rollout_sync_every must be >= 1 (1 = sync the sampler before every step), got {self.rollout_sync_every}",
         )
-        _check(
+        require(
             self.rollout_correction_threshold >= 1,
             f"rollout_correction_threshold must be >= 1 (a bound on the ratio trainer / sampler; verl uses 2, TRL 3), got {self.rollout_correction_threshold}",
         )
-        _check(
+        require(
             self.rm_weight >= 0 and self.rule_weight >= 0,
             f"rm_weight and rule_weight must be >= 0, got {self.rm_weight} and {self.rule_weight}",
         )
-        _check(
+        require(
             self.rule_weight > 0 or bool(self.reward_model),
             "rule_weight 0 leaves nothing to train on; give --reward-model PATH or a rule_weight > 0",
         )
-        _check(self.sampler in ("compact", "hf"), f"sampler must be 'compact' or 'hf', got {self.sampler!r}")
-        _check(
-            self.on_nonfinite in ("stop", "skip"), f"on_nonfinite must be 'stop' or 'skip', got {self.on_nonfinite!r}"
-        )
-        _check(
+        require(
             self.lora_rank >= 0 and self.lora_alpha >= 0,
             f"lora_rank and lora_alpha must be >= 0 (lora_rank 0 = off), got {self.lora_rank} and {self.lora_alpha}",
         )
-        _check(
+        require(
             0 <= self.lora_dropout < 1 and bool(self.lora_targets.strip(", ")),
             f"lora_dropout must be in [0, 1) and lora_targets not empty, got {self.lora_dropout} and {self.lora_targets!r}",
         )
         if self.lora_rank:
-            _check(
+            require(
                 importlib.util.find_spec("peft") is not None,
                 f"lora_rank {self.lora_rank} needs peft, which is not installed: {LORA_INSTALL}",
             )
-            _check(
+            require(
                 not issubclass(algorithm_config(self.algo).config, PPOConfig),
                 f"lora_rank with {self.algo}: a LoRA critic is not supported (PPO's critic is a full copy of the trunk); use lora_rank 0, or a critic-free algorithm (grpo, dapo, reinforce, ...)",
             )
-        parse_report_to(self.report_to)  # an unknown name or a tracker that is not installed: one line
 
     @property
     def records_rollout_logprobs(self) -> bool:
@@ -302,8 +253,7 @@ class AlgoConfig:
     micro_batch_size: int = 0
     """At most this many sequences per forward/backward (gradient accumulation); 0 = no limit."""
     length_buckets: int = 4
-    """Forward/backward passes per minibatch: its rows sorted by length and cut into this many
-    runs, each padded only to its own longest row. Same gradient, less padding; 1 = one pass."""
+    """Forward/backward passes per minibatch, its rows sorted by length and each pass padded only to its own longest row: the same gradient, less padding. 1 = one pass."""
     loss_agg: str = "token-mean"
     """How the per-token loss becomes a scalar: token-mean, seq-mean-token-mean or seq-mean-token-sum-norm."""
     kl_coef: float = 0.0
@@ -311,23 +261,20 @@ class AlgoConfig:
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         """Raise ``ValueError`` with one line saying what to change."""
-        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
-        _check(self.weight_decay >= 0 and self.max_grad_norm > 0, "weight_decay must be >= 0 and max_grad_norm > 0")
-        _check(
+        require(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        require(self.weight_decay >= 0 and self.max_grad_norm > 0, "weight_decay must be >= 0 and max_grad_norm > 0")
+        require(
             self.epochs >= 1 and self.minibatches >= 1,
             f"epochs and minibatches must be >= 1, got {self.epochs} and {self.minibatches}",
         )
-        _check(
+        require(
             num_sequences % self.minibatches == 0,
             f"{num_sequences} sequences per step do not split into {self.minibatches} minibatches; pick minibatches dividing prompts_per_step x group_size",
         )
-        _check(self.micro_batch_size >= 0, "micro_batch_size must be >= 0 (0 = no limit)")
-        _check(self.length_buckets >= 1, f"length_buckets must be >= 1, got {self.length_buckets}")
-        _check(
-            self.loss_agg in LOSS_AGG_MODES,
-            f"unknown loss_agg {self.loss_agg!r}; use one of {', '.join(LOSS_AGG_MODES)}",
-        )
-        _check(self.kl_coef >= 0, f"kl_coef must be >= 0, got {self.kl_coef}")
+        require(self.micro_batch_size >= 0, "micro_batch_size must be >= 0 (0 = no limit)")
+        require(self.length_buckets >= 1, f"length_buckets must be >= 1, got {self.length_buckets}")
+        one_of(self, "loss_agg")
+        require(self.kl_coef >= 0, f"kl_coef must be >= 0, got {self.kl_coef}")
 
 
 @dataclass
@@ -343,12 +290,12 @@ class ReinforceConfig(AlgoConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(self.baseline in BASELINES, f"unknown baseline {self.baseline!r}; use one of {', '.join(BASELINES)}")
-        _check(
+        one_of(self, "baseline")
+        require(
             self.baseline != "leave_one_out" or group_size >= 2,
             "baseline 'leave_one_out' needs group_size >= 2; raise group_size or use baseline 'batch_mean'",
         )
-        _check(self.kl_estimator in KL_ESTIMATORS, f"unknown kl_estimator {self.kl_estimator!r}; use k1, k2 or k3")
+        one_of(self, "kl_estimator", KL_ESTIMATORS)
 
 
 @dataclass
@@ -356,7 +303,7 @@ class EIConfig(ReinforceConfig):
     """Expert iteration: REINFORCE with a 0/1 weight on the kept answers, no baseline, no negatives."""
 
     keep: str = "correct"
-    """Which answers are trained on: ``correct`` (every answer whose reward is at least keep_threshold: STaR, RAFT++) or ``best`` (only those with their group's highest reward, if it reaches keep_threshold: RAFT's best-of-G); the same on a 0/1 reward."""
+    """Which answers are trained on: ``correct`` (every one whose reward reaches keep_threshold: STaR, RAFT++) or ``best`` (only its group's best, if it reaches keep_threshold: RAFT's best-of-G)."""
     keep_threshold: float = 1.0
     """The reward an answer needs to be kept (1.0: a right answer on the 0/1 task)."""
     baseline: str = "none"
@@ -364,8 +311,8 @@ class EIConfig(ReinforceConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(self.keep in EI_KEEP, f"unknown keep {self.keep!r}; use one of {', '.join(EI_KEEP)}")
-        _check(
+        one_of(self, "keep")
+        require(
             self.baseline == "none",
             f"ei has no baseline (it trains on the kept answers alone), got baseline {self.baseline}; use rloo or reinforce for a baseline",
         )
@@ -380,11 +327,11 @@ class ClippedConfig(AlgoConfig):
     clip_high: float = 0.2
     """The ratio is clipped at 1 + clip_high where A > 0 (symmetric in PPO and vanilla GRPO)."""
     clip_c: float = 0.0
-    """Dual clip (Ye et al. 2020; verl's clip_ratio_c, 3 there): where A < 0 a token's loss is at most -A * clip_c, however far its ratio rises (so it acts only on ratios above clip_c: set minibatches or epochs > 1); 0 = off."""
+    """Dual clip (Ye et al. 2020; verl's clip_ratio_c, 3 there): where A < 0 a token's loss is at most -A * clip_c however far its ratio rises; 0 = off. It acts only on ratios above clip_c, so only with minibatches or epochs > 1."""
     loss_mode: str = "clip"
-    """The per-token policy loss (verl's policy_loss.loss_mode), one module of rlalgos/losses each, which says what it does: ``clip`` is PPO's clipped ratio (verl's vanilla); Clip-Cov, KL-Cov, CISPO, SAPO and the others replace it. Only clip takes clip_c."""
+    """The per-token policy loss (verl's policy_loss.loss_mode), one module of rlalgos/losses each: ``clip`` is PPO's clipped ratio, the others replace it (docs/algorithms.md). Only clip takes clip_c."""
     clip_cov_ratio: float = 2e-4
-    """clip_cov: share of the valid tokens (at least one per forward pass) whose gradient is cut, drawn at random from those with covariance in (clip_cov_lb, clip_cov_ub)."""
+    """clip_cov: share of the valid tokens (at least one per forward pass) whose gradient is cut, drawn from those with covariance in (clip_cov_lb, clip_cov_ub)."""
     clip_cov_lb: float = 1.0
     """clip_cov: a token is a candidate only if its covariance (A - mean A) * (log pi - mean log pi) is above this."""
     clip_cov_ub: float = 5.0
@@ -400,13 +347,11 @@ class ClippedConfig(AlgoConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(
+        require(
             0 < self.clip_low < 1 and self.clip_high > 0,
             f"clip_low must be in (0, 1) and clip_high > 0; got {self.clip_low} and {self.clip_high}",
         )
-        _check(
-            self.loss_mode in LOSS_MODES, f"unknown loss_mode {self.loss_mode!r}; use one of {', '.join(LOSS_MODES)}"
-        )
+        one_of(self, "loss_mode")
         for loss in POLICY_LOSSES.values():  # each loss checks its own options, used or not
             loss.check(self)
 
@@ -436,12 +381,12 @@ class PPOConfig(ClippedConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(self.value_clip > 0, f"value_clip must be > 0, got {self.value_clip}")
-        _check(
+        require(self.value_clip > 0, f"value_clip must be > 0, got {self.value_clip}")
+        require(
             0 <= self.gamma <= 1 and 0 <= self.lam <= 1,
             f"gamma and lam must be in [0, 1], got {self.gamma} and {self.lam}",
         )
-        _check(self.critic_lr > 0 and self.vf_coef >= 0, "critic_lr must be > 0 and vf_coef >= 0")
+        require(self.critic_lr > 0 and self.vf_coef >= 0, "critic_lr must be > 0 and vf_coef >= 0")
 
 
 @dataclass
@@ -461,15 +406,12 @@ class GRPOConfig(ClippedConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(
+        require(
             group_size >= 2,
             f"group methods compare answers within a group, so group_size must be >= 2; got {group_size}",
         )
-        _check(self.adv_scale in ("std", "none"), f"unknown adv_scale {self.adv_scale!r}; use std or none")
-        _check(
-            self.kl_estimator in GRPO_KL_ESTIMATORS,
-            f"unknown kl_estimator {self.kl_estimator!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}",
-        )
+        one_of(self, "adv_scale")
+        one_of(self, "kl_estimator", GRPO_KL_ESTIMATORS)
 
 
 @dataclass
@@ -477,7 +419,7 @@ class DAPOConfig(GRPOConfig):
     """GRPO plus the DAPO switches, with DAPO's values as defaults."""
 
     clip_high: float = 0.28
-    """Clip-higher: the upper bound is 1 + 0.28, wider than the lower 1 - 0.2. Like any clip it acts only once the policy moves inside a rollout: set minibatches or epochs > 1 (DAPO itself takes many minibatch steps per rollout)."""
+    """Clip-higher: the upper bound is 1 + 0.28, wider than the lower 1 - 0.2. Like any clip it acts only once the policy moves inside a rollout (minibatches or epochs > 1)."""
     loss_agg: str = "token-mean"
     """Token-level loss: sum over all tokens / all tokens in the batch."""
     kl_coef: float = 0.0
@@ -509,20 +451,14 @@ class DAPOConfig(GRPOConfig):
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(
-            self.dynamic_sampling in DYNAMIC_SAMPLING,
-            f"unknown dynamic_sampling {self.dynamic_sampling!r}; use one of {', '.join(DYNAMIC_SAMPLING)}",
-        )
-        _check(
+        one_of(self, "dynamic_sampling")
+        require(
             self.max_resample_rounds >= 0 and 0 <= self.degenerate_weight <= 1,
             "max_resample_rounds must be >= 0 and degenerate_weight in [0, 1]",
         )
-        _check(self.overlong_buffer >= 1, f"overlong_buffer must be >= 1, got {self.overlong_buffer}")
-        _check(
-            self.entropy_action in ("bonus", "temperature"),
-            f"unknown entropy_action {self.entropy_action!r}; use bonus or temperature",
-        )
-        _check(
+        require(self.overlong_buffer >= 1, f"overlong_buffer must be >= 1, got {self.overlong_buffer}")
+        one_of(self, "entropy_action")
+        require(
             min(self.entropy_threshold, self.entropy_coef, self.temperature_step) >= 0,
             "entropy_threshold, entropy_coef and temperature_step must be >= 0",
         )
@@ -540,20 +476,20 @@ class GSPOConfig(GRPOConfig):
     kl_coef: float = 0.0
     """No KL to the reference (GSPO, and TRL's GSPO recipe: beta = 0)."""
     loss_agg: str = "seq-mean-token-mean"
-    """Per answer then over answers: GSPO's mean over answers. The others are allowed, as in TRL: they weight each answer's loss by its length (token-mean) or length / L_max."""
+    """Per answer then over answers: GSPO's mean over answers. The others are allowed, as in TRL, and weight each answer's loss by its length or length / L_max."""
     minibatches: int = 4
     """Optimizer steps per epoch (TRL's GSPO recipe: steps_per_generation 4): the ratio is 1 in the first, so the clip acts only in the later ones."""
 
     def validate(self, group_size: int, num_sequences: int) -> None:
         super().validate(group_size, num_sequences)
-        _check(
+        require(
             self.loss_mode == "clip",
             f"gspo clips one ratio per answer and has no loss_mode {self.loss_mode!r}; use loss_mode clip, or grpo --loss-mode {self.loss_mode} (token ratios)",
         )
 
 
 LARGE_MODEL = 50_000_000
-"""Parameters above which the learning-rate defaults (set for the 0.86M-parameter shipped model) are far too high."""
+"""Parameters above which the learning-rate defaults (set for the shipped model, :data:`SHIPPED_PARAMETERS`) are far too high."""
 
 
 def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
@@ -564,7 +500,7 @@ def lr_warning(n_params: int, algo_name: str, algo_cfg: AlgoConfig) -> str:
         return ""
     critic = " (and a lower --critic-lr)" if isinstance(algo_cfg, PPOConfig) else ""
     return (
-        f"lr is the default {default:g}, set for the 0.86M-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
+        f"lr is the default {default:g}, set for the {SHIPPED_PARAMETERS}-parameter shipped model, but this model has {n_params / 1e6:.0f}M parameters; "
         f"TRL and verl train models this size at 1e-6: pass --lr 1e-6{critic}"
     )
 
@@ -580,7 +516,7 @@ def parse_stages(text: str) -> list[tuple[int, float]]:
             out.append((int(step), float(coef)))
         except ValueError:
             raise ValueError(f"bad kl_stages entry {part!r}; write STEP:COEF pairs like 0:0.0,40:0.02") from None
-        _check(out[-1][1] >= 0, f"kl_stages coefficients must be >= 0, got {part!r}")
+        require(out[-1][1] >= 0, f"kl_stages coefficients must be >= 0, got {part!r}")
     return sorted(out)
 
 
@@ -662,21 +598,27 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 
 
 def algorithm_config(name: str) -> AlgorithmSpec:
-    _check(name in ALGORITHMS, f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+    require(name in ALGORITHMS, f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
     return ALGORITHMS[name]
+
+
+def check_options(name: str, given, where: str = "") -> None:
+    """A one-line ``ValueError`` naming the options in ``given`` that algorithm ``name`` does not
+    have, with the nearest one it has (``where``: the text they came from, for the message)."""
+    known = [f.name for f in fields(algorithm_config(name).config)]
+    bad = [k for k in given if k not in known]
+    near = [m for b in bad for m in difflib.get_close_matches(b, known, n=1, cutoff=0.6)]
+    require(
+        not bad,
+        f"{name} has no option {', '.join(map(repr, bad))}{where}; "
+        + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(known)}"),
+    )
 
 
 def make_config(name: str, **overrides) -> AlgoConfig:
     """The named algorithm's config (its preset applied) with ``overrides`` (unknown keys are an error)."""
-    spec = algorithm_config(name)
-    known = {f.name for f in fields(spec.config)}
-    bad = sorted(set(overrides) - known)
-    near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1, cutoff=0.6)]
-    _check(
-        not bad,
-        f"{name} has no option {', '.join(bad)}; "
-        + (f"did you mean {', '.join(near)}?" if near else f"its options are {', '.join(sorted(known))}"),
-    )
+    check_options(name, sorted(overrides))
+    spec = ALGORITHMS[name]
     return replace(spec.config(**spec.preset), **overrides)
 
 
@@ -685,170 +627,15 @@ def parse_algo_spec(spec: str) -> tuple[str, dict]:
     each value converted to the type of that option's default."""
     name, *pairs = spec.strip().split(":")
     algorithm_config(name)
-    defaults = {f.name: f for f in fields(ALGORITHMS[name].config)}
     options = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         key = key.strip().replace("-", "_")
-        if key not in defaults:
-            near = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
-            _check(
-                False,
-                f"{name} has no option {key!r} in {spec!r}"
-                + (f"; did you mean {near[0]}?" if near else f"; its options: {', '.join(defaults)}"),
-            )
-        _check(bool(eq), f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE, e.g. {name}:lr=3e-4")
+        check_options(name, [key], f" in {spec!r}")
+        require(bool(eq), f"bad option {pair!r} in {spec!r}; write NAME:OPTION=VALUE, e.g. {name}:lr=3e-4")
         typ = type(getattr(ALGORITHMS[name].config(), key))
         try:
             options[key] = {"true": True, "false": False}[value.lower()] if typ is bool else typ(value)
         except (KeyError, ValueError):
             raise ValueError(f"bad value {value!r} for {name}'s {key} (a {typ.__name__}) in {spec!r}") from None
     return name, options
-
-
-# --------------------------------------------------------------------------- #
-# Making the models the workbook ships
-# --------------------------------------------------------------------------- #
-
-
-@dataclass
-class SFTConfig:
-    """Supervised fine-tuning of the tiny model on the addition task."""
-
-    steps: int = 2000
-    """Optimizer steps."""
-    batch_size: int = 64
-    """Examples per step."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate (linear warmup over 5% of steps, cosine decay to 10%)."""
-    direct_frac: float = 0.3
-    """Share of targets written as a direct answer (``#204``) instead of the scratchpad."""
-    hidden: int = 128
-    """Model width."""
-    layers: int = 4
-    """Transformer blocks."""
-    seed: int = 0
-    """Seeds initialisation, data order and strategy choice."""
-    out_dir: str = str(BASE_MODEL_DIR)
-    """Where to ``save_pretrained`` the model and tokenizer."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    data_dir: str = str(DATA_DIR)
-    """Where the task's jsonl splits are (made with a fixed seed if missing)."""
-    eval_prompts: int = 500
-    """Test prompts for the accuracy report."""
-    device: str = "auto"
-    """``auto``, ``cpu`` or ``cuda``."""
-    progress: bool = True
-    """Show a progress bar."""
-
-
-@dataclass
-class TrapConfig:
-    """The exploration regime's base model: a short fine-tune of the shipped one that makes
-    direct answers reliable on easy prompts and the scratchpad rare everywhere (``--task trap``)."""
-
-    steps: int = 300
-    """Optimizer steps (each 32 easy + 32 hard prompts)."""
-    lr: float = 1e-4
-    """AdamW learning rate (constant, no weight decay)."""
-    hard_scratchpad_frac: float = 0.1
-    """Hard prompts whose target is the full scratchpad; the others teach only the choice, the first token ``#``."""
-    easy_scratchpad_frac: float = 0.1
-    """Easy prompts whose target is the scratchpad's first token only (the choice, never its working); the others are full direct answers."""
-    base: str = ""
-    """Model to start from; empty = the shipped base model."""
-    seed: int = 0
-    """Seeds the prompts and the targets."""
-    out_dir: str = str(TRAP_MODEL_DIR)
-    """Where to ``save_pretrained`` the model and tokenizer."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    progress: bool = True
-    """Show a progress bar."""
-
-
-EMERGENCE_DIR = (
-    Path("data") / "emergence"
-)  # under the working directory (the repository root for the notebooks and the commands)
-EMERGENCE_KINDS = ("rare", "incompetent", "absent", "primed", "primed_wrong")
-
-
-@dataclass
-class EmergenceConfig:
-    """A base model for the emergence experiments: the shipped model with the scratchpad made rare, incompetent or absent, or primed."""
-
-    kind: Literal["rare", "incompetent", "absent", "primed", "primed_wrong"] = "rare"
-    """What to make: ``rare`` (share ``share``, competence kept), ``incompetent`` (share ``share``, every sum trained wrong), ``absent`` (share below ``absent_share``), ``primed``/``primed_wrong`` (the incompetent model after ``prime_steps`` on right or half-wrong traces)."""
-    share: float = 0.03
-    """Target scratchpad share for ``rare`` and ``incompetent`` (the primed models start from the incompetent one at this share)."""
-    lr: float = 3e-5
-    """AdamW learning rate of the choice shift (constant, no weight decay)."""
-    corrupt_steps: int = 150
-    """``incompetent``: steps on wrong-sum traces (at lr 1e-4) before the choice shift."""
-    prime_steps: int = 40
-    """``primed``: steps of supervised fine-tuning on the priming traces (batches of 32, lr 1e-4)."""
-    prime_traces: int = 256
-    """``primed``: how many distinct training prompts the priming traces cover."""
-    absent_share: float = 1e-4
-    """``absent``: the share to shift below (40 steps of 16 x 8 answers then expect under one scratchpad answer)."""
-    max_steps: int = 1000
-    """Give up on the choice shift after this many steps (an error says how far it got)."""
-    seed: int = 0
-    """Seeds the prompts, the corruptions and the priming traces."""
-    out_dir: str = ""
-    """Where to ``save_pretrained``; empty = ``data/emergence/<kind>`` (with the share for ``rare``/``incompetent``)."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    progress: bool = True
-    """Show a progress bar."""
-
-    def folder(self) -> Path:
-        if self.out_dir:
-            return Path(self.out_dir)
-        name = f"{self.kind}_{self.share:g}" if self.kind in ("rare", "incompetent") else self.kind
-        if self.kind in ("primed", "primed_wrong") and self.share != EmergenceConfig.share:
-            name += f"_{self.share:g}"
-        return EMERGENCE_DIR / name
-
-
-@dataclass
-class RMConfig:
-    """Train a reward model on base-model samples labelled by the rule reward."""
-
-    base: str = ""
-    """Model whose trunk initialises the reward model and which samples the data; empty = the shipped base model."""
-    prompts: int = 1200
-    """Training prompts to sample completions for."""
-    heldout_prompts: int = 200
-    """Prompts (from the test split) held out for accuracy and AUC."""
-    group_size: int = 8
-    """Completions per prompt."""
-    loss: str = "pairwise"
-    """``pairwise`` (Bradley-Terry: -log sigmoid(r_chosen - r_rejected)) or ``bce`` (each completion against its 0/1 label)."""
-    steps: int = 600
-    """Optimizer steps."""
-    batch_size: int = 64
-    """Pairs (or completions) per step."""
-    lr: float = 3e-4
-    """AdamW learning rate."""
-    seed: int = 0
-    """Seeds sampling, pairing and initialisation."""
-    out_dir: str = str(REWARD_MODEL_DIR)
-    """Where to save_pretrained the reward model and its tokenizer."""
-    overwrite: bool = False
-    """Replace the model already in out_dir (its files only)."""
-    device: str = "auto"
-    """auto, cpu or cuda."""
-    progress: bool = True
-    """Show progress bars."""
-
-
-def load_run_config(run_dir: str | Path) -> tuple[TrainConfig, AlgoConfig]:
-    """The (TrainConfig, algorithm config) a run folder was started with."""
-    path = Path(run_dir) / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
-    saved = json.loads(path.read_text())
-    cfg = TrainConfig(**saved["train"])
-    return cfg, algorithm_config(cfg.algo).config(**saved["algo"])

@@ -8,16 +8,15 @@ No model, no I/O, no global state. Shapes follow one convention:
 * Losses return ``(loss, metrics)`` where ``loss`` is a scalar tensor and
   ``metrics`` a dict of Python floats, in the style of verl's ``core_algos.py``.
 
-Reference points: verl's ``verl/trainer/ppo/core_algos.py`` and TRL's
-``GRPOTrainer``; each function's docstring says which formula it follows. The policy
-losses are the modules of :mod:`rlalgos.losses` (their shared maths, masked means and
-the aggregations included, in :mod:`rlalgos.losses.common`); their names here take the
-aggregation too.
+Each function's docstring names the formula it follows (verl's
+``verl/trainer/ppo/core_algos.py``, TRL's ``GRPOTrainer``); where the engines differ
+from each other, docs/engines.md says how. The policy losses are the modules of
+:mod:`rlalgos.losses` (their shared maths in :mod:`rlalgos.losses.common`, re-exported
+here); the ``*_loss`` functions below take the aggregation too.
 """
 
 from __future__ import annotations
 
-import math
 
 import torch
 
@@ -26,7 +25,8 @@ from .losses import cispo, clip, clip_cov, kl_cov, sapo
 
 # the shared maths of the losses, re-exported: core.X is the name the notebooks and tests use
 from .losses.common import (
-    LOG_RATIO_BOUND,  # noqa: F401
+    K3_BOUND,
+    LOG_RATIO_BOUND,
     RARE_P,  # noqa: F401
     aggregate,  # noqa: F401
     aggregate_loss,  # noqa: F401
@@ -208,25 +208,18 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
 def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", clamp: bool = True) -> torch.Tensor:
     """Per-token estimate of KL(pi || pi_ref) from samples of pi.
 
-    With ``d = ref_logp - logp`` (Schulman, "Approximating KL divergence", 2020,
-    http://joschu.net/blog/kl-approx.html; as verl's ``kl_penalty``):
+    With ``d = ref_logp - logp`` (Schulman, "Approximating KL divergence", 2020; verl's ``kl_penalty``):
 
     * ``k1 = -d``                  unbiased, high variance, can be negative
     * ``k2 = d**2 / 2``            biased, low variance
     * ``k3 = exp(d) - d - 1``      unbiased and always >= 0 (GRPO's choice)
-    * ``k1+``, ``k3+``             verl's straight-through estimators: the *value* of
-      k1 / k3 with the *gradient* of ``(logp - ref_logp)**2 / 2`` (k2's, unclamped as
-      in verl), ``(logp - ref_logp) * grad logp``
+    * ``k1+``, ``k3+``             the value of k1 / k3 with the gradient of k2,
+      ``(logp - ref_logp) * grad logp`` (verl's straight-through estimators)
 
-    Unbiased values are not unbiased gradients. With tokens drawn from pi and the
-    estimate in the loss, the expected gradient of k1 is 0 (``E[grad logp] = 0``),
-    of k2 (and so of k1+, k3+) the gradient of KL(pi || pi_ref), and of k3,
-    ``(1 - pi_ref/pi) grad logp``, the gradient of the *forward* KL(pi_ref || pi)
-    (Tang & Munos 2025, arXiv:2506.09477). See :func:`exact_kl`, :func:`bias_corrected_kl`.
-
-    ``d`` is clamped to [-20, 20] and k3 to [-10, 10] as verl does (``clamp=False``:
-    neither; the clamp keeps one rare token from dominating a loss, and so biases k3's
-    value low when the policy has made tokens rare that the reference liked).
+    Unbiased values are not unbiased gradients: in the loss, k1's expected gradient is 0,
+    k2's is that of KL(pi || pi_ref), k3's that of the forward KL(pi_ref || pi) (Tang &
+    Munos 2025; notebook 03, :func:`exact_kl`, :func:`bias_corrected_kl`).
+    ``clamp``: ``d`` to +-:data:`LOG_RATIO_BOUND` and k3 to +-:data:`K3_BOUND`, as verl does.
 
     logp, ref_logp: (B, T); returns (B, T)
     """
@@ -241,19 +234,17 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3", cl
         return 0.5 * d**2
     if kind == "k3":
         k3 = torch.exp(d) - d - 1.0
-        return k3.clamp(-10.0, 10.0) if clamp else k3
+        return k3.clamp(-K3_BOUND, K3_BOUND) if clamp else k3
     raise ValueError(f"unknown KL estimator {kind!r}; use one of {', '.join(GRPO_KL_ESTIMATORS)}")
 
 
 def bias_corrected_kl(logp: torch.Tensor, ref_logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
-    """TRL's ``use_bias_correction_kl`` (``GRPOConfig``, on by default in TRL 1.16): the k3
-    estimate times the token ratio ``r = exp(logp - old_logp)``, ratio and all differentiated.
+    """The k3 estimate times the token ratio ``r = exp(logp - old_logp)``, ratio and all
+    differentiated (TRL's ``use_bias_correction_kl``).
 
-    On-policy ``r = 1``, so the value is k3's, but ``grad(r k3) = k3 grad logp + grad k3
-    = (logp - ref_logp) grad logp``: k2's gradient, whose expectation is the gradient of
-    KL(pi || pi_ref) (off-policy, times ``r``: the importance-weighted version). TRL's k3
-    is not clamped (verl's is), so neither is this one: with the clamp, a clamped token's
-    ``grad k3`` is 0 and the identity above breaks.
+    On-policy ``r = 1``, so the value is k3's, but ``grad(r k3) = (logp - ref_logp) grad logp``:
+    k2's gradient, whose expectation is the gradient of KL(pi || pi_ref). k3 is not
+    clamped here: a clamped token's ``grad k3`` is 0 and that identity would break.
 
     logp, ref_logp, old_logp: (B, T); returns (B, T)
     """
@@ -281,70 +272,9 @@ def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor, temperature: float 
     return (logp.exp() * (logp - ref_logp)).sum(-1)  # (B, T)
 
 
-def subsample_rows(n_rows: int, n_sample: int) -> torch.Tensor:
-    """Which rows a measurement on ``n_sample`` of ``n_rows`` answers uses: evenly
-    spaced, so every prompt's group is hit as evenly as possible (the G answers of a
-    group are independent draws, so which of them is taken does not matter) and no
-    random number is drawn (the training run's random stream is unchanged).
-
-    returns: (min(n_sample, n_rows),) sorted row indices; all rows when ``n_sample`` is 0
-    """
-    if n_sample <= 0 or n_sample >= n_rows:
-        return torch.arange(n_rows)
-    return torch.linspace(0, n_rows - 1, n_sample).round().long()
-
-
-def ratio_estimate(y: float, n: float, yy: float, yn: float, nn: float, m: int, total: int) -> tuple[float, float]:
-    """A per-token mean measured on ``m`` of ``total`` answers, and its standard error.
-
-    Answer i contributes ``y_i`` (its summed per-token value, e.g. KL) over ``n_i``
-    tokens; the estimate is the ratio ``R = sum y_i / sum n_i`` over the sampled
-    answers. Its variance, to first order (the ratio estimator; Cochran, *Sampling
-    Techniques*, ch. 6), is::
-
-        Var(R) = (1 - m / total) / (m * nbar**2) * sum_i (y_i - R n_i)**2 / (m - 1)
-
-    with ``nbar = sum n_i / m``; ``(1 - m / total)`` makes it 0 when every answer is
-    measured. The arguments are sums over the sampled answers (so they add up over
-    micro-batches and processes): ``y = sum y_i``, ``n = sum n_i``, ``yy = sum y_i**2``,
-    ``yn = sum y_i n_i``, ``nn = sum n_i**2``. Rows taken evenly across groups
-    (:func:`subsample_rows`) make the true error at most this (stratifying by prompt
-    can only help).
-
-    returns: (R, standard error of R)
-    """
-    R = y / max(n, 1e-12)
-    if m < 2 or m >= total:
-        return R, 0.0
-    resid = max(yy - 2 * R * yn + R * R * nn, 0.0)  # sum_i (y_i - R n_i)**2
-    nbar = n / m
-    return R, math.sqrt((1 - m / total) * resid / (m - 1) / m) / max(nbar, 1e-12)
-
-
 # --------------------------------------------------------------------------- #
 # The rollout-trainer mismatch (the sampler's log-probs are not the trainer's)
 # --------------------------------------------------------------------------- #
-
-
-def logprob_gap(old_logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
-    """How far the sampler's log-probs are from the trainer's, over the valid tokens.
-
-    ``mismatch_logp_gap_mean`` / ``mismatch_logp_gap_max``: mean and max of
-    ``|old_logp - rollout_logp|`` (TRL's ``sampling/sampling_logp_difference/mean`` and
-    ``/max``); ``mismatch_ratio_beyond_2``: the share of tokens whose ratio
-    ``exp(old_logp - rollout_logp)`` is above 2 or below 1/2.
-
-    old_logp:     (B, T) the trainer's log-probs of the sampled tokens (its recompute)
-    rollout_logp: (B, T) the sampler's own log-probs of them
-    mask:         (B, T)
-    """
-    with torch.no_grad():
-        valid = mask > 0
-        gap = (old_logp - rollout_logp).abs()[valid]  # (n,)
-        if gap.numel() == 0:
-            return {"mismatch_logp_gap_mean": 0.0, "mismatch_logp_gap_max": 0.0, "mismatch_ratio_beyond_2": 0.0}
-        vals = torch.stack([gap.mean(), gap.max(), (gap > math.log(2.0)).float().mean()]).tolist()
-    return dict(zip(["mismatch_logp_gap_mean", "mismatch_logp_gap_max", "mismatch_ratio_beyond_2"], vals))
 
 
 def rollout_correction_weights(
@@ -356,30 +286,25 @@ def rollout_correction_weights(
 ):
     """Importance weights that correct the policy loss for the rollout-trainer mismatch.
 
-    The sampler (vLLM in bf16, or top-p) drew the tokens from ``pi_sampler``, the loss
-    treats them as drawn from ``pi_trainer``: the ratio ``r = pi_trainer / pi_sampler =
-    exp(old_logp - rollout_logp)`` reweights them back (Yao et al. 2025, TIS). ``C = threshold``:
+    The sampler drew the tokens from ``pi_sampler``, the loss treats them as drawn from
+    ``pi_trainer``: the ratio ``r = pi_trainer / pi_sampler = exp(old_logp - rollout_logp)``
+    reweights them back (Yao et al. 2025, TIS). ``C = threshold``:
 
     * ``token_truncate`` (TIS): ``w_t = min(r_t, C)``;
     * ``token_mask`` (masked IS): ``w_t = r_t`` where ``r_t <= C``, else 0;
     * ``sequence_truncate`` / ``sequence_mask``: the same with one ratio per answer,
-      ``r_i = prod_t r_it = exp(sum_t (old_logp - rollout_logp))`` (the product, not the
-      geometric mean), on every token of the answer.
+      ``r_i = prod_t r_it`` (the product, not the geometric mean), on every token of it.
 
-    The weight multiplies each token's policy loss before aggregation (the denominators
-    are unchanged: a masked token still counts in a token-mean), and is detached. As in
-    TRL's ``vllm_importance_sampling_mode`` (with ``vllm_importance_sampling_clip_max = C``
-    and no ``clip_min``) and verl's ``compute_rollout_correction_weights`` (``rollout_is``
-    token / sequence; masking is its IcePop ``"lower_upper"`` threshold with no lower
-    bound). Log-ratios (per token, or summed per answer) are clamped to [-20, 20] before
-    ``exp``, as verl does (TRL does not; the same wherever the ratio is within e^±20).
+    The weights are detached and multiply each token's loss before aggregation (the
+    denominators are unchanged). Log-ratios are clamped to +-:data:`LOG_RATIO_BOUND`
+    before ``exp``. TRL's and verl's versions of it: docs/engines.md.
 
     old_logp:     (B, T) the trainer's log-probs of the sampled tokens (its recompute)
     rollout_logp: (B, T) the sampler's own log-probs of them
     mask:         (B, T)
     returns: (weights, metrics): ``weights`` (B, T), 0 on padding, and
     ``rollout_is_mean`` (mean weight over the valid tokens) and ``rollout_is_clip_frac``
-    (share of valid tokens whose weight was truncated or masked: ``r > C``)
+    (share of valid tokens with ``r > C``)
     """
     level, _, action = mode.partition("_")
     if level not in ("token", "sequence") or action not in ("truncate", "mask"):
@@ -405,6 +330,12 @@ def rollout_correction_weights(
 # --------------------------------------------------------------------------- #
 
 
+def aggregated(per_token, mask: torch.Tensor, agg: str, max_len: int | None, is_weights: torch.Tensor | None):
+    """A token loss's ``(loss_mat (B, T), metrics)`` as ``(scalar loss, metrics)``: :func:`aggregate` of ``loss_mat``."""
+    loss_mat, metrics = per_token
+    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+
+
 def policy_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -421,10 +352,8 @@ def policy_loss(
     """The (clipped) surrogate policy loss: :func:`rlalgos.losses.clip.clipped_token_loss` per token,
     then :func:`rlalgos.losses.common.aggregate` (``is_weights``: the rollout correction's (B, T) weights;
     ``max_len``: the constant ``L_max`` of ``seq-mean-token-sum-norm``). Returns (loss, metrics)."""
-    loss_mat, metrics = clip.clipped_token_loss(
-        logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level
-    )
-    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+    per_token = clip.clipped_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level)
+    return aggregated(per_token, mask, agg, max_len, is_weights)
 
 
 # --------------------------------------------------------------------------- #
@@ -449,10 +378,10 @@ def clip_cov_loss(
     is_weights: torch.Tensor | None = None,
 ):
     """Clip-Cov: :func:`rlalgos.losses.clip_cov.clip_cov_token_loss`, aggregated as :func:`policy_loss`."""
-    loss_mat, metrics = clip_cov.clip_cov_token_loss(
+    per_token = clip_cov.clip_cov_token_loss(
         logp, old_logp, advantages, mask, clip_low, clip_high, clip_cov_ratio, clip_cov_lb, clip_cov_ub, generator
     )
-    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+    return aggregated(per_token, mask, agg, max_len, is_weights)
 
 
 def kl_cov_loss(
@@ -467,8 +396,8 @@ def kl_cov_loss(
     is_weights: torch.Tensor | None = None,
 ):
     """KL-Cov: :func:`rlalgos.losses.kl_cov.kl_cov_token_loss`, aggregated as :func:`policy_loss`."""
-    loss_mat, metrics = kl_cov.kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio, kl_cov_coef)
-    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+    per_token = kl_cov.kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio, kl_cov_coef)
+    return aggregated(per_token, mask, agg, max_len, is_weights)
 
 
 def cispo_loss(
@@ -483,8 +412,8 @@ def cispo_loss(
     is_weights: torch.Tensor | None = None,
 ):
     """CISPO: :func:`rlalgos.losses.cispo.cispo_token_loss`, aggregated as :func:`policy_loss`."""
-    loss_mat, metrics = cispo.cispo_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high)
-    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+    per_token = cispo.cispo_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high)
+    return aggregated(per_token, mask, agg, max_len, is_weights)
 
 
 def sapo_loss(
@@ -499,8 +428,8 @@ def sapo_loss(
     is_weights: torch.Tensor | None = None,
 ):
     """SAPO: :func:`rlalgos.losses.sapo.sapo_token_loss`, aggregated as :func:`policy_loss` (TRL's and verl's aggregation by default)."""
-    loss_mat, metrics = sapo.sapo_token_loss(logp, old_logp, advantages, mask, tau_pos, tau_neg)
-    return aggregate(loss_mat, mask, agg, max_len, is_weights), metrics
+    per_token = sapo.sapo_token_loss(logp, old_logp, advantages, mask, tau_pos, tau_neg)
+    return aggregated(per_token, mask, agg, max_len, is_weights)
 
 
 def value_loss(

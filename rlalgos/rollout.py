@@ -22,7 +22,7 @@ from typing import Sequence
 
 import torch
 
-from . import core
+from .engine.diagnostics import subsample_rows
 from .engine.forward import batched_stats, logits_fit
 from .record import Diagnostics, Rollout, completion_mask_from_ids, decode_completions
 from .engine.sampler import SamplingConfig, generate, stop_token_ids
@@ -109,7 +109,7 @@ def rollout(
         ref_model, ro.completion_ids.numel()
     )  # the reference's logits are cheap to keep
     if ref_model is not None and 0 < ref_sample < len(ro):  # a logged KL estimate: the reference pass on a few rows
-        idx = core.subsample_rows(len(ro), ref_sample).to(device)  # (m,)
+        idx = subsample_rows(len(ro), ref_sample).to(device)  # (m,)
         sub = batched_stats(ref_model, ro.select(idx), keep_logits=keep, **score)
         ref["ref_logprobs"] = torch.zeros_like(ro.completion_mask)  # (N, T), 0 on the rows not measured
         ref["ref_logprobs"][idx] = sub["logprobs"]

@@ -24,7 +24,7 @@ from . import core
 from .engine import batch, distributed, doctor
 from .engine.watch import watch
 from .algorithms import get_algorithm
-from .config import TrainConfig, load_run_config, lr_warning, make_config
+from .config import TrainConfig, lr_warning, make_config
 from .engine.lora import AdaptersOff, add_lora, load_adapters
 from .engine.precision import SamplingCopy, resolve_device
 from .engine.resume import PromptSampler, restore_trainer_state, save_run_checkpoint
@@ -38,6 +38,7 @@ from .engine.runs import (
     clear_run_dir,
     load_checkpoint_state,
     load_metrics,
+    load_run_config,
     read_rows,
     RunMetrics,
     run_metrics,
@@ -45,7 +46,7 @@ from .engine.runs import (
 )
 from .engine.sampler import SamplingConfig, check_chat_template
 from .tasks import Task, breakdown_metrics, get_task, reward_columns
-from .engine.trackers import with_trackers
+from .engine.trackers import parse_report_to, with_trackers
 
 __all__ = ["TrainConfig", "Run", "build_run", "run_loop", "train", "resume", "evaluate", "load_metrics"]
 
@@ -192,6 +193,7 @@ def build_run(
     ``resume`` the weights, optimizer, algorithm state, RNGs and prompt order come
     back from the checkpoint."""
     cfg.validate()
+    parse_report_to(cfg.report_to)  # an unknown or missing tracker: one line, before anything runs
     device = distributed.setup(cfg.device, cfg.prompts_per_step)  # cfg.device itself in one process
     main, local_prompts = distributed.is_main(), cfg.prompts_per_step // distributed.world_size()
     algo_cls = get_algorithm(cfg.algo)

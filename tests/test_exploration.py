@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from rlalgos import core
-from rlalgos.config import TrainConfig, TrapConfig, make_config
+from rlalgos.config import TrainConfig, make_config
+from rlalgos.workbook.configs import TrapConfig
 from rlalgos.tasks import breakdown_metrics, get_task
 from rlalgos.train import train
 

@@ -153,10 +153,13 @@ def test_load_policy_clear_error_on_missing(tmp_path):
         load_policy(tmp_path / "nope", device="cpu")
 
 
-def test_tiny_config_size():
-    tok = char_tokenizer()
-    n = sum(p.numel() for p in tiny_model(tok).parameters())
-    assert 0.7e6 < n < 1.2e6
+def test_tiny_config_size_is_the_shipped_models_as_the_docs_write_it():
+    """SHIPPED_PARAMETERS is how the messages and docs write the shipped model's size."""
+    from rlalgos.config import BASE_MODEL_DIR, SHIPPED_PARAMETERS
+
+    n = sum(p.numel() for p in tiny_model(char_tokenizer()).parameters())
+    shipped = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(BASE_MODEL_DIR).parameters())
+    assert n == shipped and SHIPPED_PARAMETERS == f"{shipped / 1e6:.2f}M"
 
 
 def test_save_then_reload_gives_identical_logprobs(tiny, tmp_path):

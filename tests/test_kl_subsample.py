@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rlalgos import core
+from rlalgos.engine import diagnostics
 from rlalgos.algorithms import make_config
 from rlalgos.engine.forward import batched_logprobs
 from rlalgos.model import frozen_copy
@@ -22,11 +22,11 @@ from rlalgos.train import TrainConfig, train
 
 
 def test_subsample_rows_spread_over_groups():
-    idx = core.subsample_rows(128, 32)
+    idx = diagnostics.subsample_rows(128, 32)
     assert idx.tolist() == sorted(set(idx.tolist())) and len(idx) == 32 and idx[0] == 0 and idx[-1] == 127
     assert set((idx // 8).tolist()) == set(range(16))  # every group of 8 is measured
-    assert core.subsample_rows(128, 0).tolist() == list(range(128))  # 0 = all
-    assert core.subsample_rows(10, 50).tolist() == list(range(10))
+    assert diagnostics.subsample_rows(128, 0).tolist() == list(range(128))  # 0 = all
+    assert diagnostics.subsample_rows(10, 50).tolist() == list(range(10))
 
 
 def test_ratio_estimate_stderr_is_the_estimators_spread():
@@ -43,7 +43,7 @@ def test_ratio_estimate_stderr_is_the_estimators_spread():
     for _ in range(4000):
         s = torch.randperm(N, generator=g)[:m]
         ys, ns = y[s], n[s]
-        R, se = core.ratio_estimate(
+        R, se = diagnostics.ratio_estimate(
             ys.sum().item(),
             ns.sum().item(),
             (ys * ys).sum().item(),
@@ -59,7 +59,7 @@ def test_ratio_estimate_stderr_is_the_estimators_spread():
     assert est.std().item() == pytest.approx(ses.mean().item(), rel=0.1)  # the stated noise is the real noise
     coverage = ((est - exact).abs() <= 1.96 * ses).double().mean().item()
     assert 0.9 < coverage < 0.98
-    assert core.ratio_estimate(1.0, 10.0, 0.2, 2.0, 20.0, N, N) == (0.1, 0.0)  # every answer measured: exact
+    assert diagnostics.ratio_estimate(1.0, 10.0, 0.2, 2.0, 20.0, N, N) == (0.1, 0.0)  # every answer measured: exact
 
 
 def test_rollout_scores_only_the_subsample_with_the_reference(base, task):

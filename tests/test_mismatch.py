@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from rlalgos import core
+from rlalgos.engine import diagnostics
 from rlalgos.algorithms.base import Advantages
 from rlalgos.algorithms.grpo import GRPO
 from rlalgos.config import ROLLOUT_CORRECTIONS, TrainConfig, make_config
@@ -101,7 +102,7 @@ def test_no_mismatch_gives_weight_one_and_the_same_loss():
             base, _ = core.policy_loss(logp, old, adv, mask, 0.2, 0.28, agg)
             weighted, _ = core.policy_loss(logp, old, adv, mask, 0.2, 0.28, agg, is_weights=w)
             assert torch.equal(base, weighted)
-    gap = core.logprob_gap(old, old, mask)
+    gap = diagnostics.logprob_gap(old, old, mask)
     assert gap == {"mismatch_logp_gap_mean": 0.0, "mismatch_logp_gap_max": 0.0, "mismatch_ratio_beyond_2": 0.0}
     with pytest.raises(ValueError, match="unknown rollout correction"):
         core.rollout_correction_weights(old, old, mask, "token_clip", 2.0)
@@ -176,7 +177,7 @@ def test_float32_sampler_logprobs_are_the_trainers_and_bf16_ones_are_close(base)
     copy = SamplingCopy(policy, "bfloat16")
     assert next(copy.sync().parameters()).dtype == torch.bfloat16 and next(policy.parameters()).dtype == torch.float32
     bf = sample(policy, tok, rows, sampler=copy.sync())
-    gap = core.logprob_gap(bf.old_logprobs, bf.rollout_logprobs, bf.completion_mask)
+    gap = diagnostics.logprob_gap(bf.old_logprobs, bf.rollout_logprobs, bf.completion_mask)
     assert 1e-4 < gap["mismatch_logp_gap_mean"] < 0.05 and gap["mismatch_logp_gap_max"] < 1.0, gap
     nucleus = sample(
         policy, tok, rows, top_p=0.9

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from rlalgos.config import ALGORITHMS
-from rlalgos.tools import cli
+from rlalgos.tools import cli, commands
 from rlalgos.workbook.stats import paired_effect, paired_values, verdict_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def test_the_summary_names_the_steps_of_its_evaluations(capsys):
         ]
     )
     df.run_dir = "runs/x"
-    cli._print_run_summary(df)
+    commands.print_run_summary(df)
     out = capsys.readouterr().out
     assert "eval accuracy 0.400 (step 0) -> 0.500 (step 10); greedy 0.600 -> 0.700" in out and "12" not in out
 
@@ -125,6 +125,32 @@ def test_help_fits_two_screens_with_the_common_options_first(capsys):
         cli.main(["resume", "--help"])
     out = capsys.readouterr().out
     assert "{None}" not in out and "RUN_DIR" in out
+
+
+def test_every_option_is_two_sentences_at_most_and_its_links_resolve():
+    """A field's docstring says what the option is and why its default; the longer story is a
+    section of docs/knobs.md that the docstring names, and that section exists."""
+    import dataclasses
+
+    from rlalgos import config
+    from rlalgos.tools.cli_help import field_docs
+    from rlalgos.workbook import configs
+
+    sentence_end = re.compile(r"(?<!\bal)(?<!e\.g)(?<!i\.e)(?<!\bsec)(?<!\bv2)\. (?=[A-Z`0-9(-])")
+    knobs = (Path(__file__).resolve().parents[1] / "docs" / "knobs.md").read_text()
+    headings = set(re.findall(r"^## (\S+)$", knobs, flags=re.M))
+    classes = [
+        c
+        for mod in (config, configs)
+        for c in vars(mod).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == mod.__name__
+    ]
+    assert config.TrainConfig in classes and configs.SFTConfig in classes
+    for cls in classes:
+        for name, doc in field_docs(cls).items():
+            assert len(sentence_end.split(doc.rstrip("."))) <= 2, (cls.__name__, name, doc)
+            for anchor in re.findall(r"docs/knobs\.md#(\w+)", doc):
+                assert anchor in headings, (cls.__name__, name, anchor)
 
 
 def test_typos_get_the_nearest_name_of_this_command(capsys):

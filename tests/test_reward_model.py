@@ -7,7 +7,8 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from rlalgos.model import load_policy
-from rlalgos.config import REWARD_MODEL_DIR, RMConfig
+from rlalgos.config import REWARD_MODEL_DIR
+from rlalgos.workbook.configs import RMConfig
 from rlalgos.workbook.reward_model import (
     ModelReward,
     auc,

@@ -28,6 +28,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from ..config import AlgoConfig, TrainConfig, algorithm_config
+
 RUN_FILES = (
     "config.json",
     "metrics.jsonl",
@@ -258,3 +260,13 @@ def load_metrics(run_dir: str | Path) -> RunMetrics:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
     return run_metrics(read_rows(path), run_dir)
+
+
+def load_run_config(run_dir: str | Path) -> tuple[TrainConfig, AlgoConfig]:
+    """The (TrainConfig, algorithm config) a run folder was started with."""
+    path = Path(run_dir) / "config.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; is {run_dir} a run folder?")
+    saved = json.loads(path.read_text())
+    cfg = TrainConfig(**saved["train"])
+    return cfg, algorithm_config(cfg.algo).config(**saved["algo"])

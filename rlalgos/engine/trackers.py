@@ -23,13 +23,14 @@ Where the data goes:
   kept in ``RUN_DIR/trackers.json`` and a resumed run continues it.
 
 Each tracker is an optional extra (``pip install rlalgos[tensorboard]``); a
-missing one is a one-line ``ValueError`` when the config is checked, before
-anything runs. Like :mod:`rlalgos.config`, importing this module imports
-neither torch nor any tracker.
+missing one is a one-line ``ValueError`` from :func:`parse_report_to`, which
+the CLI and the loop call with the config's checks, before anything runs.
+Importing this module imports neither torch nor any tracker.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import netrc
@@ -39,12 +40,52 @@ import sys
 import uuid
 from pathlib import Path
 
-from ..config import TRACKERS, installed, parse_report_to  # noqa: F401 (the names report_to takes; checked with the config)
-
+TRACKERS = ("tensorboard", "wandb", "trackio")
+"""The trackers ``report_to`` may name (each is also the name of its pip extra and of its package)."""
 RUN_FOLDER_FILES = ("tensorboard", "wandb", "trackers.json")
 """What trackers write inside a run folder; :data:`rlalgos.engine.runs.RUN_FILES` lists each (``--overwrite`` removes them)."""
 IDS_FILE = "trackers.json"
 """Per-run tracker ids (the wandb run id, the trackio run name) that a resumed run continues."""
+
+
+def installed(name: str) -> bool:
+    """Whether the package ``name`` can be imported (without importing it)."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def parse_report_to(text: str, check_installed: bool = True) -> list[str]:
+    """``"tensorboard,wandb"`` -> ``["tensorboard", "wandb"]``; ``"none"`` or ``""`` -> ``[]``;
+    ``"all"`` -> every tracker that is installed (TRL's meaning).
+
+    Raises ``ValueError`` with one line for an unknown name or, with
+    ``check_installed``, a tracker whose package is missing."""
+    names = [n.strip().lower() for n in str(text).split(",") if n.strip()]
+    if names in ([], ["none"]):
+        return []
+    if "all" in names or "none" in names:
+        if len(names) > 1:
+            raise ValueError(
+                f"report_to {text!r}: 'all' and 'none' stand alone; give one of them or a list such as tensorboard,wandb"
+            )
+        return [n for n in TRACKERS if installed(n)]
+    unknown = [n for n in names if n not in TRACKERS]
+    if unknown:
+        raise ValueError(
+            f"unknown report_to {', '.join(unknown)}; use none, all or a comma-separated list of {', '.join(TRACKERS)}"
+        )
+    names = list(dict.fromkeys(names))
+    if check_installed:
+        for n in names:
+            if not installed(n):
+                raise ValueError(
+                    f"--report-to {n} needs the {n} package, which is not installed: pip install rlalgos[{n}]"
+                )
+    return names
 
 
 def numeric(row: dict) -> dict[str, float]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from .. import core
-from . import batch, distributed
+from . import batch, diagnostics, distributed
 from .buckets import length_buckets
 from .forward import forward_logprobs
 
@@ -28,10 +28,10 @@ class SamplingStats:
     """Token-weighted sums, over the first pass of an update, of the sampling policy's
     entropy and of its k3 KL to the reference (over the answers that have reference
     log-probs: all of them, or a subsample: then also the sums behind the estimate's
-    standard error, :func:`rlalgos.core.ratio_estimate`), and, where the pass had the
+    standard error, :func:`rlalgos.engine.diagnostics.ratio_estimate`), and, where the pass had the
     reference's logits (a small vocabulary), of the exact KL on the same tokens; and, where
     the rollout kept the sampler's own log-probs (``rollout_logprobs``), of the gap between
-    them and the trainer's (:func:`rlalgos.core.logprob_gap`)."""
+    them and the trainer's (:func:`rlalgos.engine.diagnostics.logprob_gap`)."""
 
     tokens: float = 0.0  # completion tokens seen
     entropy: float = 0.0  # sum of per-token entropies
@@ -57,7 +57,7 @@ class SamplingStats:
         self.tokens += float(mask.sum().item())
         self.entropy += float(core.masked_sum(entropy.detach(), mask).item())
         if mb.rollout_logprobs is not None:  # the sampler's own log-probs: how far the trainer's are from them
-            gap = core.logprob_gap(
+            gap = diagnostics.logprob_gap(
                 logp.detach(), mb.rollout_logprobs, mask
             )  # per-token means over this micro-batch's tokens
             n = float((mask > 0).sum().item())
@@ -104,7 +104,7 @@ class SamplingStats:
         if self.exact_seen:
             out["kl_exact"] = s["kl_exact"] / max(s["kl_tokens"], 1.0)
         if self.sub_rows:  # measured on a subsample of the answers: an estimate, with its standard error
-            out["kl"], out["kl_stderr"] = core.ratio_estimate(
+            out["kl"], out["kl_stderr"] = diagnostics.ratio_estimate(
                 s["kl"], s["kl_tokens"], s["yy"], s["yn"], s["nn"], int(s["sub_rows"]), int(s["rows"])
             )
         return out

@@ -17,15 +17,9 @@ def cispo_token_loss(logp, old_logp, advantages, mask, clip_low: float | None = 
     """CISPO per token: ``l = -sg(clip(r, 1 - clip_low, 1 + clip_high)) * A * logp``. The clipped
     ratio is a constant weight on REINFORCE's ``-A * logp``, so every token keeps a
     gradient ``-w * A * grad logp`` (PPO's clip zeroes it once the ratio leaves the
-    range). None = no bound on that side. At ratio 1 the gradient is REINFORCE's.
-
-    The engines differ in the bounds: verl's ``compute_policy_loss_cispo`` (followed
-    here) clips to ``[1 - clip_ratio_low, 1 + clip_ratio_high]``, 0.2 each by
-    default; TRL 1.16's ``loss_type="cispo"`` has no lower bound and caps the ratio
-    at ``epsilon_high`` itself (the paper's eps_max, 5.0 recommended; unset it is
-    ``epsilon`` = 0.2): ``clip_low=None, clip_high=epsilon_high - 1`` here. TRL also
-    fixes the aggregation to token-mean and does not clamp the log-ratio (clamped to
-    [-20, 20] here, as in verl).
+    range). None = no bound on that side. At ratio 1 the gradient is REINFORCE's. The
+    bounds follow verl's ``compute_policy_loss_cispo``; TRL's are another choice of
+    ``clip_low``/``clip_high`` (docs/engines.md).
 
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)

@@ -63,8 +63,7 @@ def clip_cov_token_loss(
     (micro-batch, length bucket), as verl makes it per micro-batch.
 
     ``generator``: where the draw comes from; None = torch's global generator (verl's).
-    Seeded alike, both draw the same tokens. The log-ratio is clamped to [-20, 20] as in
-    the clipped loss (verl's clip_cov does not clamp; the same wherever |log r| < 20).
+    Seeded alike, both draw the same tokens. The log-ratio is clamped as in the clipped loss.
 
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)

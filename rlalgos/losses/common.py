@@ -15,7 +15,9 @@ import torch
 from .registry import LOSS_AGG_MODES
 
 LOG_RATIO_BOUND = 20.0
-"""verl's ``SAFETY_BOUND``: log-ratios are clamped to [-20, 20] before ``exp``."""
+"""Log-ratios are clamped to +-this before ``exp`` (verl's ``SAFETY_BOUND``): one token cannot overflow a loss."""
+K3_BOUND = 10.0
+"""The k3 KL estimate is clamped to +-this (verl's ``kl_penalty``): one rare token cannot dominate the KL term."""
 
 
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim=None) -> torch.Tensor:
@@ -71,8 +73,7 @@ def aggregate(
     is_weights: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A per-token policy loss to the scalar the optimizer steps on: each token's loss times
-    its rollout correction weight (:func:`rlalgos.core.rollout_correction_weights`; verl's
-    ``rollout_is_weights``, TRL's ``importance_sampling_ratio``; None = none), then
+    its rollout correction weight (:func:`rlalgos.core.rollout_correction_weights`; None = none), then
     :func:`aggregate_loss` over ``mask``. The one place the weights enter a policy loss;
     the denominators do not see them (a masked token still counts in a token-mean).
 
@@ -82,7 +83,7 @@ def aggregate(
 
 
 def clamped_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token ``log(pi / pi_old)``, clamped to [-20, 20] as verl does. (B, T)"""
+    """Per-token ``log(pi / pi_old)``, clamped to +-:data:`LOG_RATIO_BOUND` as verl does. (B, T)"""
     return (logp - old_logp).clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
 
 
@@ -163,7 +164,7 @@ def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tenso
 
     ``s_i = (pi(y_i) / pi_old(y_i)) ** (1 / |y_i|) = exp(mean_t (logp_it - old_logp_it))``,
     the mean over the answer's valid tokens (``mask > 0``; per-token log-ratios
-    clamped to [-20, 20] by :func:`clamped_log_ratio`). As in TRL's
+    clamped by :func:`clamped_log_ratio`). As in TRL's
     ``importance_sampling_level="sequence"`` and verl's ``loss_mode=gspo``.
 
     logp, old_logp, mask: (B, T); returns (B, 1)

@@ -33,8 +33,8 @@ def kl_cov_token_loss(logp, old_logp, advantages, mask, kl_cov_ratio: float = 2e
     verl takes them) get ``l = -A r + kl_cov_coef * |log r|``, which pulls their ratio
     back towards 1 from either side. At ratio 1 (the first minibatch of a rollout) the
     penalty and its gradient are 0: it acts once the policy has moved. Chosen per call
-    (per forward pass), as verl chooses per micro-batch. The log-ratio is clamped to
-    [-20, 20] as in the clipped loss (verl's kl_cov does not clamp).
+    (per forward pass), as verl chooses per micro-batch. The log-ratio is clamped as in
+    the clipped loss.
 
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)

@@ -29,9 +29,8 @@ def sapo_token_loss(logp, old_logp, advantages, mask, tau_pos: float = 1.0, tau_
     smoothly towards 0 as the ratio leaves 1, faster for a larger tau. So a token that has
     moved far keeps a small gradient instead of none, and with ``tau_neg > tau_pos``
     negative-advantage tokens are damped sooner. verl's ``compute_policy_loss_sapo``
-    and TRL 1.16's ``loss_type="sapo"`` (defaults 1.0 and 1.05 in both); both always
-    aggregate ``seq-mean-token-mean``, GRPO's default (the others are allowed).
-    The log-ratio is clamped to [-20, 20], as verl does (TRL does not).
+    and TRL's ``loss_type="sapo"`` (defaults 1.0 and 1.05 in both), which always
+    aggregate ``seq-mean-token-mean`` (here the others are allowed too).
 
     logp, old_logp: (B, T) token log-probs now and at sampling time
     advantages:     (B, T) (or (B, 1), broadcast over tokens)

@@ -1,207 +1,43 @@
-"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | rm | data | algos | export | student | claims``.
+"""Command line: ``rlalgos train ALGO | resume | compare | eval | plot | sft | trap-model |
+emergence-model | rm | data | algos | export | student | claims | diagnose``.
 
-Built with tyro from the dataclasses in :mod:`rlalgos.config`: every option is a
-config field and its help is the docstring under that field, so ``--help`` and
-the code never disagree. ``rlalgos train grpo --help`` lists the run options and
-GRPO's own options with GRPO's defaults, and nothing else. This module and the
-configs import neither torch nor transformers; each command imports what it
-needs when it runs, so ``--help`` and a bad value answer at once.
+Built with tyro: each command's options are a dataclass, the run's and the algorithms'
+those of :mod:`rlalgos.config`, whose field docstrings are the help
+(:mod:`rlalgos.tools.cli_help` lays them out). This module holds the commands' options,
+parses them, and turns bad input into one line; :mod:`rlalgos.tools.commands` runs them.
+Nothing here imports torch or transformers, so ``--help`` and a bad value answer at once.
 """
 
 import difflib
-import json
 import os
-import re
 import sys
 import typing
-from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Annotated, Literal, Union
 
 import tyro
 
-from ..config import (
-    ALGORITHMS,
-    BASELINES,
-    DTYPES,
-    DYNAMIC_SAMPLING,
-    EI_KEEP,
-    GRPO_KL_ESTIMATORS,
-    KL_ESTIMATORS,
-    LOSS_AGG_MODES,
-    LOSS_MODES,
-    ROLLOUT_CORRECTIONS,
-    ROLLOUT_DTYPES,
-    EmergenceConfig,
-    GRPOConfig,
-    RMConfig,
-    SFTConfig,
-    TrainConfig,
-    TrapConfig,
-    field_docs,
-    make_config,
-    parse_algo_spec,
-)
+from ..config import ALGORITHMS, TrainConfig
 from ..tasks import DATA_DIR
-
-
-Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
-
-
-# --------------------------------------------------------------------------- #
-# What --help shows: the options in sections, each with one line of help
-# --------------------------------------------------------------------------- #
-
-COMMON = (
-    "steps",
-    "prompts_per_step",
-    "group_size",
-    "eval_every",
-    "eval_prompts",
-    "out_dir",
-    "seed",
-    "overwrite",
-    "model",
-    "task",
+from ..workbook.configs import EmergenceConfig, RMConfig, SFTConfig, TrapConfig
+from .cli_help import Flat, assemble_run, field_docs, option_names, print_algos, run_sections, train_command
+from .commands import (
+    cmd_compare,
+    cmd_data,
+    cmd_diagnose,
+    cmd_emergence_model,
+    cmd_eval,
+    cmd_plot,
+    cmd_resume,
+    cmd_rm,
+    cmd_sft,
+    cmd_student,
+    cmd_train,
+    cmd_trap_model,
+    run_config,
 )
-"""The run options a user sets most, shown first."""
-ENGINE = (
-    "dtype",
-    "device",
-    "lora_rank",
-    "lora_alpha",
-    "lora_dropout",
-    "lora_targets",
-    "rollout_dtype",
-    "rollout_sync_every",
-    "rollout_correction",
-    "rollout_correction_threshold",
-    "logits_chunk",
-    "sampler",
-    "score_batch_size",
-)
-"""How the numbers are computed (precision, device, LoRA, memory), shown last; every other run option is in between."""
 
-CHOICES = {
-    "dtype": DTYPES,
-    "rollout_dtype": ROLLOUT_DTYPES,
-    "rollout_correction": ROLLOUT_CORRECTIONS,
-    "sampler": ("compact", "hf"),
-    "on_nonfinite": ("stop", "skip"),
-    "loss_agg": LOSS_AGG_MODES,
-    "baseline": BASELINES,
-    "loss_mode": LOSS_MODES,
-    "dynamic_sampling": DYNAMIC_SAMPLING,
-    "adv_scale": ("std", "none"),
-    "entropy_action": ("bonus", "temperature"),
-    "keep": EI_KEEP,
-}
-"""Options whose values come from a fixed set: --help lists them (the configs' validate() checks them)."""
-
-
-def plain(doc: str) -> str:
-    """A field's docstring as terminal text: reST roles and double backquotes removed."""
-    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "")
-
-
-def short_help(doc: str, limit: int = 50) -> str:
-    """One line of --help from a field's docstring: its first sentence without reST markup and
-    without parenthetical remarks, cut at a clause break (``;``, ``:``) if still longer than ``limit``."""
-    text = plain(doc)
-    while (stripped := re.sub(r" ?\([^()]*\)", "", text)) != text:
-        text = stripped
-    text = re.split(r"(?<=[a-z0-9\]])\. (?=[A-Z0-9])", " ".join(text.split()), maxsplit=1)[0].rstrip(".")
-    if len(text) > limit:
-        cuts = [m.start() for m in re.finditer(r"[;:] ", text) if 12 <= m.start() <= limit]
-        text = text[: cuts[-1]] if cuts else text[: text.rfind(" ", 0, limit - 4)] + " ..."
-    return text
-
-
-def all_field_docs(cls: type) -> dict[str, str]:
-    """:func:`field_docs` of ``cls`` and of the config classes it inherits from (the nearest wins)."""
-    docs: dict[str, str] = {}
-    for c in reversed([c for c in cls.__mro__ if c is not object and "__dataclass_fields__" in vars(c)]):
-        docs.update(field_docs(c))
-    return docs
-
-
-def _choices(cls: type, name: str) -> tuple[str, ...] | None:
-    if name == "kl_estimator":
-        return GRPO_KL_ESTIMATORS if issubclass(cls, GRPOConfig) else KL_ESTIMATORS
-    return CHOICES.get(name)
-
-
-def section(title: str, cls: type, names, defaults) -> type:
-    """A dataclass of ``cls``'s fields ``names`` with ``defaults``' values, each option with one line of
-    help (and its allowed values): what one titled box of --help shows."""
-    hints, docs = typing.get_type_hints(cls), all_field_docs(cls)
-    rows = []
-    for name in names:
-        choices, value = _choices(cls, name), getattr(defaults, name)
-        arg = tyro.conf.arg(
-            help=short_help(docs.get(name, "")),
-            help_behavior_hint=lambda default: f"[{default}]",
-            **({"metavar": "{" + ",".join(choices) + "}"} if choices else {}),
-        )
-        rows.append((name, Annotated[hints[name], arg], field(default=value)))
-    return make_dataclass(title.replace(" ", "_").replace(",", ""), rows)
-
-
-def run_sections(defaults: TrainConfig) -> list[tuple[str, type, object]]:
-    """``(field, type, default)`` of the three boxes of run options, common first and engine last."""
-    names = [f.name for f in fields(TrainConfig) if f.name != "algo"]
-    more = [n for n in names if n not in COMMON and n not in ENGINE]
-    out = []
-    for key, title, chosen in (
-        ("common", "run", COMMON),
-        ("more", "sampling, evaluation and logging", more),
-        ("engine", "engine (precision, device, LoRA, memory)", ENGINE),
-    ):
-        cls = section(title, TrainConfig, chosen, defaults)
-        out.append(
-            (
-                key,
-                Annotated[cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=title)],
-                field(default_factory=cls),
-            )
-        )
-    return out
-
-
-def _assemble_run(self) -> TrainConfig:
-    """The TrainConfig (what config.json records) that the parsed sections spell out."""
-    values = {k: v for key in ("common", "more", "engine") for k, v in asdict(getattr(self, key)).items()}
-    return TrainConfig(algo=getattr(self, "algo_name", "reinforce"), **values)
-
-
-def _train_command(name: str):
-    """``rlalgos train NAME``: the common run options, NAME's own options with NAME's defaults, then the rest."""
-    spec = ALGORITHMS[name]
-    algo_cls = section(name, spec.config, [f.name for f in fields(spec.config)], make_config(name))
-    common, more, engine = run_sections(TrainConfig(algo=name))
-    train = make_dataclass(
-        f"Train_{name}",
-        [
-            common,
-            (
-                "options",
-                Annotated[algo_cls, Flat, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(name=name)],
-                field(default_factory=algo_cls),
-            ),
-            more,
-            engine,
-        ],
-        namespace={
-            "algo_name": name,
-            "run": property(_assemble_run),
-            "algo": property(lambda self: make_config(name, **asdict(self.options))),
-        },
-    )
-    description = f"{spec.summary}. Every option's full text: rlalgos algos {name}"
-    return Annotated[train, tyro.conf.subcommand(name, description=description)]
-
-
-TrainCommand = Union[tuple(_train_command(n) for n in ALGORITHMS)]  # noqa: UP007
+TrainCommand = Union[tuple(train_command(n) for n in ALGORITHMS)]  # noqa: UP007
 
 
 @dataclass
@@ -246,7 +82,7 @@ CompareArgs = make_dataclass(
     ],
     namespace={
         "__doc__": CompareOptions.__doc__,
-        "run": property(_assemble_run),
+        "run": property(assemble_run),
         "algos": property(lambda self: self.compare.algos),
         "seeds": property(lambda self: self.compare.seeds),
         "jobs": property(lambda self: self.compare.jobs),
@@ -432,282 +268,19 @@ class DiagnoseArgs:
 # --------------------------------------------------------------------------- #
 
 
-def _run_config(run: TrainConfig, **over) -> TrainConfig:
-    """A plain TrainConfig (what config.json records) from the CLI's run options."""
-    return TrainConfig(**{**{f.name: getattr(run, f.name) for f in fields(TrainConfig)}, **over})
-
-
-def cmd_train(args) -> None:
-    cfg = _run_config(args.run)
-    cfg.validate()  # bad values answer before torch is imported
-    args.algo.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
-    from ..train import train
-
-    _print_run_summary(train(cfg, args.algo))
-
-
-def cmd_resume(args: ResumeArgs) -> None:
-    from ..train import resume
-
-    _print_run_summary(resume(args.run_dir, steps=args.steps or None))
-
-
-def _print_run_summary(df) -> None:
-    from ..engine.distributed import is_main
-
-    if not is_main():  # under torchrun: one summary, from process 0
-        return
-    ev = df.dropna(subset=["eval_accuracy"])
-    print(f"run folder: {df.run_dir} (metrics.jsonl, samples.jsonl, checkpoint/)")
-    if len(ev):  # the steps are the evaluations' own: a run's last row need not be an evaluation
-        first, last = ev.iloc[0], ev.iloc[-1]
-        print(
-            f"eval accuracy {first['eval_accuracy']:.3f} (step {int(first['step'])}) -> {last['eval_accuracy']:.3f} (step {int(last['step'])}); "
-            f"greedy {first['eval_greedy_accuracy']:.3f} -> {last['eval_greedy_accuracy']:.3f}"
-        )
-
-
-def check_compare_dir(out: Path, names, seeds, overwrite: bool) -> None:
-    """The folder rule for a compare folder, checked for every run before the first starts:
-    each run folder may be new, or (with --overwrite) a run folder; summary.csv and
-    compare.png are replaced only with --overwrite."""
-    from ..engine.runs import check_output_files, check_run_dir
-
-    for a in names:
-        for s in seeds:
-            check_run_dir(out / a / f"seed{s}", overwrite)
-    check_output_files([out / "summary.csv", out / "compare.png"], overwrite)
-
-
-def cmd_compare(args: CompareArgs) -> None:
-    specs = [s.strip() for s in args.algos.split(",") if s.strip()]
-    if not specs:
-        raise ValueError("--algos is empty; give e.g. --algos reinforce,grpo")
-    if args.seeds < 1 or args.jobs < 0:
-        raise ValueError(f"--seeds must be >= 1 and --jobs >= 0 (0 = auto), got {args.seeds} and {args.jobs}")
-    runs = []  # check everything before the first run starts
-    for spec in specs:
-        name, options = parse_algo_spec(spec)
-        cfg = _run_config(args.run, algo=name)
-        cfg.validate()
-        algo_cfg = make_config(name, **options)
-        algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
-        label = spec.replace(":", "-").replace("=", "")
-        runs.append((label, cfg, algo_cfg))
-    labels = [r[0] for r in runs]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"--algos names a run twice: {args.algos}")
-    out = Path(args.run.out_dir)
-    seeds = range(args.run.seed, args.run.seed + args.seeds)
-    check_compare_dir(out, labels, seeds, args.run.overwrite)
-
-    from ..workbook.plots import COST, plot_runs, summary_table
-    from ..workbook.stats import paired_effect, verdict_line
-    from .sweep import plan_line, run_many
-
-    jobs = [
-        (label, replace(cfg, seed=s, out_dir=str(out / label / f"seed{s}")), algo_cfg)
-        for label, cfg, algo_cfg in runs
-        for s in seeds
-    ]
-    print(plan_line([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], args.jobs))
-    results = run_many([(cfg, algo_cfg) for _, cfg, algo_cfg in jobs], jobs=args.jobs, progress=args.run.progress)
-    groups, failed = {}, 0
-    for (label, _, _), df in zip(jobs, results):
-        if isinstance(df, Exception):
-            failed += 1
-        else:
-            groups.setdefault(label, []).append(df)
-    if not groups:
-        raise ValueError(f"all {len(jobs)} runs failed; the first: {results[0]}")
-    table = summary_table(groups)
-    table.to_csv(out / "summary.csv")
-    fig = plot_runs(
-        groups,
-        keys=("reward_mean", "eval_accuracy", "entropy", "kl", "completion_len", "zero_std_frac", "clip_frac", COST),
-        title=f"{', '.join(labels)} on {args.run.task}, {args.seeds} seed(s)",
-        caption=True,
-    )
-    fig.savefig(out / "compare.png", dpi=110, bbox_inches="tight")
-    print(table.round(3).to_string())
-    base = labels[0]
-    if args.seeds >= 3 and base in groups and len(groups) > 1:
-        print(
-            f"\npaired by seed, each against {base} (end of run: last evaluation; train metrics over the last 5 steps):"
-        )
-        for label in [g for g in groups if g != base]:
-            for key in ("eval_accuracy", "eval_greedy_accuracy", "kl", "step_seconds"):
-                print("  " + verdict_line(paired_effect(groups[base], groups[label], key), label, base))
-    elif len(groups) > 1:
-        print(f"\n{args.seeds} seed(s): no paired verdict (it needs >= 3 seeds per algorithm: --seeds 3)")
-    print(f"\nrun folders: {out}/<algo>/seed<k>/metrics.jsonl")
-    print(f"table:       {out / 'summary.csv'}")
-    print(f"figure:      {out / 'compare.png'}")
-    if failed:
-        raise ValueError(
-            f"{failed} of {len(jobs)} runs failed (each named above); the table and figure hold the other {len(jobs) - failed}"
-        )
-
-
-def cmd_eval(args: EvalArgs) -> None:
-    if args.samples < 1 or args.prompts < 0:
-        raise ValueError("--samples must be >= 1 and --prompts >= 0")
-    if not (args.temperature > 0 and 0 < args.top_p <= 1):
-        raise ValueError(f"--temperature must be > 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
-    from ..engine.precision import resolve_precision
-    from ..engine.settings import EngineSettings
-    from ..model import load_policy
-    from ..tasks import get_task
-    from ..train import evaluate
-
-    task = get_task(args.task)
-    policy, tok = load_policy(args.model or None, args.device, args.dtype)
-    rows = task.test[: args.prompts] if args.prompts else task.test
-    ev = evaluate(
-        policy,
-        tok,
-        task,
-        rows,
-        n_samples=args.samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        n_show=args.show,
-        chat_template=args.chat_template,
-        engine=EngineSettings(autocast_dtype=resolve_precision(args.dtype, policy.device)[1]),
-    )
-    for s in ev.pop("samples", []):
-        print(f"  {s['prompt']}{s['completion']}   (answer {s['answer']}, reward {s['reward']:g})")
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in ev.items()}, indent=2))
-
-
-def cmd_plot(args: PlotArgs) -> None:
-    runs = []
-    for d in map(Path, args.run_dirs):
-        if (d / "metrics.jsonl").exists():
-            runs.append(d)
-        else:  # a compare folder: take every run inside it
-            found = sorted(p.parent for p in d.glob("**/metrics.jsonl"))
-            if not found:
-                raise FileNotFoundError(f"{d} holds no metrics.jsonl; give run folders or a compare folder")
-            runs.extend(found)
-    given = [Path(d).resolve() for d in args.run_dirs]
-    out = Path(args.out) if args.out else Path(os.path.commonpath(given)) / "plot.png"
-    if out.is_dir():
-        raise FileExistsError(f"{out} is a folder; give a figure path such as plot.png")
-    from ..workbook.plots import plot_runs, summary_table
-
-    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
-    fig = plot_runs(runs, keys=keys, smooth=args.smooth, caption=True)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    print(summary_table(runs).round(3).to_string())
-    print(f"figure: {out}")
-
-
-def cmd_sft(args: SFTConfig) -> None:
-    from ..workbook.sft import sft
-
-    report = sft(args)
-    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
-    print(f"saved the base model to {args.out_dir}")
-
-
-def cmd_trap_model(args: TrapConfig) -> None:
-    from ..workbook.sft import trap_finetune
-
-    report = trap_finetune(args)
-    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
-    print(f"saved the trap regime's base model to {args.out_dir} (train on it with --task trap --model {args.out_dir})")
-
-
-def cmd_emergence_model(args) -> None:
-    from ..workbook.emergence import make_model
-
-    report = make_model(args)
-    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
-    print(f"saved to {report['config']['out_dir']} (train on it with --model {report['config']['out_dir']})")
-
-
-def cmd_rm(args: RMConfig) -> None:
-    from ..workbook.reward_model import train_reward_model
-
-    report = train_reward_model(args)
-    print(json.dumps({k: v for k, v in report.items() if k != "config"}, indent=2))
-    print(f"saved the reward model to {args.out_dir}")
-
-
-def cmd_data(args: DataArgs) -> None:
-    from ..engine.runs import check_output_files
-    from ..tasks import make_addition_data
-
-    check_output_files(
-        [Path(args.out_dir) / "addition_train.jsonl", Path(args.out_dir) / "addition_test.jsonl"], args.overwrite
-    )
-    paths = make_addition_data(args.out_dir, args.n_train, args.n_test, args.seed)
-    print(f"wrote {paths['train']} and {paths['test']}")
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def cmd_algos(args: AlgosArgs) -> None:
-    import textwrap
-
-    if args.name:
-        spec = ALGORITHMS[args.name] if args.name in ALGORITHMS else make_config(args.name)  # an unknown name: one line
-        run, algo = TrainConfig(algo=args.name), make_config(args.name)
-        print(f"rlalgos train {args.name}: {spec.summary}\n")
-        for title, cfg in (("run options", run), (f"{args.name} options", algo)):
-            print(f"{title}:")
-            docs = all_field_docs(type(cfg))
-            for f in fields(cfg):
-                if f.name != "algo":
-                    print(f"  {_flag(f.name)} (default {getattr(cfg, f.name)!r})")
-                    print(
-                        textwrap.fill(
-                            plain(docs.get(f.name, "")),
-                            100,
-                            initial_indent=" " * 6,
-                            subsequent_indent=" " * 6,
-                            break_on_hyphens=False,
-                        )
-                    )
-            print()
-        return
-    for name, spec in ALGORITHMS.items():
-        print(f"{name}: {spec.summary}")
-        print(
-            textwrap.fill(
-                "  ".join(f"{_flag(k)} {v}" for k, v in asdict(make_config(name)).items()),
-                110,
-                initial_indent="    ",
-                subsequent_indent="    ",
-                break_on_hyphens=False,
-            )
-        )
-    print("\nrun options (every algorithm):")
-    print(
-        textwrap.fill(
-            "  ".join(f"{_flag(k)} {v}" for k, v in asdict(TrainConfig()).items() if k != "algo"),
-            110,
-            initial_indent="    ",
-            subsequent_indent="    ",
-            break_on_hyphens=False,
-        )
-    )
-    print("\none line per option: rlalgos train NAME --help; the whole text of each: rlalgos algos NAME")
+    print_algos(args.name)
 
 
 def cmd_export(args: ExportArgs) -> None:
-    from ..config import load_run_config
+    from ..engine.runs import load_run_config
     from .export import export
 
     if isinstance(args.source, FromRun):
         cfg, algo_cfg = load_run_config(args.source.run_dir)
         source, overwrite = f"the run folder {args.source.run_dir}", args.overwrite
     else:
-        cfg, algo_cfg = _run_config(args.source.run), args.source.algo
+        cfg, algo_cfg = run_config(args.source.run), args.source.algo
         source = f"rlalgos train {cfg.algo} options"
         overwrite = args.overwrite or args.source.run.overwrite  # --overwrite after ALGO means the same here
     done = export(cfg, algo_cfg, args.to, args.export_dir, gpus=args.gpus, overwrite=overwrite, source=source)
@@ -716,21 +289,6 @@ def cmd_export(args: ExportArgs) -> None:
     print(f"{len(done.notes)} setting(s) with no equivalent or mapped with a difference (also in README.md):")
     for note in done.notes:
         print(f"  - {note}")
-
-
-def cmd_student(args: StudentArgs) -> None:
-    try:
-        from ..workbook.student import NOTEBOOKS_DIR, write_student_edition
-    except ModuleNotFoundError as e:  # nbformat comes with the notebook extra
-        raise ValueError(f"rlalgos student needs {e.name}: pip install -e '.[notebook]' (make install)") from e
-
-    written = write_student_edition(args.out_dir, args.notebooks_dir or NOTEBOOKS_DIR, overwrite=args.overwrite)
-    print(
-        f"wrote the student edition of {len(written)} notebooks to {args.out_dir} (no solution cells, exercise outputs cleared)"
-    )
-    print(
-        f"open it: jupyter lab {args.out_dir}   (the notebooks write their runs to {Path(args.out_dir).resolve().parent / 'runs'})"
-    )
 
 
 def cmd_claims(args: ClaimsArgs) -> None:
@@ -770,16 +328,6 @@ def cmd_claims(args: ClaimsArgs) -> None:
                 publish=a.publish,
                 **over,
             )
-
-
-def cmd_diagnose(args: DiagnoseArgs) -> None:
-    from .diagnose import diagnose_path
-
-    print(
-        diagnose_path(
-            args.run_dir, plot={"": True, "none": False}.get(args.plot, args.plot), accuracy_key=args.accuracy_key
-        )[2]
-    )
 
 
 @dataclass(frozen=True)
@@ -853,26 +401,6 @@ def unknown_algorithm(argv: list[str]) -> str | None:
     if name in known:
         return None
     return f"unknown algorithm {name!r}; choose one of {', '.join(known)}"
-
-
-def option_names(cls: type) -> set[str]:
-    """Every ``--option`` a command's dataclass takes (nested option boxes included), as tyro spells them."""
-    names, hints = {"-h", "--help"}, typing.get_type_hints(cls, include_extras=True)
-    for f in fields(cls):
-        hint = hints[f.name]
-        base, extras = (
-            (typing.get_args(hint)[0], typing.get_args(hint)[1:])
-            if typing.get_origin(hint) is Annotated
-            else (hint, ())
-        )
-        if isinstance(base, type) and hasattr(base, "__dataclass_fields__"):
-            names |= option_names(base)
-        elif (
-            not any(e is tyro.conf.Positional or "Positional" in repr(e) for e in extras)
-            and typing.get_origin(base) is not Union
-        ):
-            names |= {_flag(f.name), "--no-" + _flag(f.name)[2:]} if base is bool else {_flag(f.name)}
-    return names
 
 
 def misplaced_option(argv: list[str]) -> str | None:

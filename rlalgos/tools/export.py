@@ -1100,7 +1100,7 @@ ROWS: list[Row] = [
         "`learning_rate`",
         "`actor.optim.lr`",
         "same value",
-        "kept from the run; real-scale runs use 1e-6 (TRL's and verl's default) for billion-parameter models, rlalgos's 1e-4 suits its 0.9M-parameter model",
+        "kept from the run; real-scale runs use 1e-6 (TRL's and verl's default) for billion-parameter models, rlalgos's 1e-4 suits its 0.87M-parameter model",
         lambda c: differs(
             f"kept at the run's {c.algo.lr:g}; real-scale TRL/verl runs use {REAL_SCALE_LR:g} (their default)"
             if c.algo.lr != REAL_SCALE_LR

@@ -49,7 +49,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from ..config import EMERGENCE_KINDS as KINDS, EmergenceConfig
+from .configs import EMERGENCE_KINDS as KINDS, EmergenceConfig
 from ..engine.forward import forward_logprobs
 from ..engine.runs import check_model_dir, read_rows
 from ..engine.sampler import SamplingConfig

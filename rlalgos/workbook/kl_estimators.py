@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 
 from .. import core
+from ..engine.diagnostics import ratio_estimate
 from ..engine.forward import completion_logits
 from ..engine.sampler import SamplingConfig
 from ..record import Rollout
@@ -156,7 +157,7 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
     * ``mean``: token-mean of the per-token value over every rollout's tokens; ``exact``:
       the same of the exact KL; ``bias`` = mean - exact, and ``bias_se`` its standard
       error, answers taken as the independent units (the ratio estimator of
-      :func:`rlalgos.core.ratio_estimate`);
+      :func:`rlalgos.engine.diagnostics.ratio_estimate`);
     * ``sd_token``: standard deviation of the per-token value over all tokens;
       ``sd_answer``: of the per-answer token-mean over all answers; ``neg_frac``: share
       of tokens below 0 (below ``-NEG_TOL``: an exact KL of 0 comes out of float32 as
@@ -179,7 +180,7 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
         tokens = torch.cat([m["values"][k] for m in measured]).double()  # (tokens,)
         answers = torch.cat([m["answers"][k] for m in measured]).double()  # (answers,)
         err, n = (answers - exact_answers).double(), lengths.double()  # per-answer summed error, tokens
-        bias, bias_se = core.ratio_estimate(
+        bias, bias_se = ratio_estimate(
             err.sum().item(),
             n.sum().item(),
             (err * err).sum().item(),

@@ -26,7 +26,8 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import AutoModelForSequenceClassification
 
-from ..config import BASE_MODEL_DIR, REWARD_MODEL_DIR, RMConfig  # noqa: F401 (REWARD_MODEL_DIR: notebook 07 imports it from here)
+from ..config import BASE_MODEL_DIR, REWARD_MODEL_DIR  # noqa: F401 (REWARD_MODEL_DIR: notebook 07 imports it from here)
+from .configs import RMConfig
 from ..engine.precision import resolve_device
 from ..model import ModelReward, load_policy, load_reward_model, score  # noqa: F401 (the reward function and its loader live with the models)
 from ..rollout import rollout

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..config import SFTConfig, TrapConfig
+from .configs import SFTConfig, TrapConfig
 from ..engine.forward import forward_logprobs
 from ..engine.precision import resolve_device
 from ..model import char_tokenizer, count_parameters, load_policy, tiny_model
