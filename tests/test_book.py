@@ -235,7 +235,9 @@ def test_notebook_page_shows_its_figures(site, crawl, nb):
 def test_home_page_learner_path_links_resolve(site, crawl):
     base, _ = site
     links = crawl["pages"][base + "index.html"]["links"]
-    path = sorted({urldefrag(u)[0] for u in links if re.search(r"/notebooks/\d\d[a-z]?_[a-z_]+\.html$", urldefrag(u)[0])})
+    path = sorted(
+        {urldefrag(u)[0] for u in links if re.search(r"/notebooks/\d\d[a-z]?_[a-z_]+\.html$", urldefrag(u)[0])}
+    )
     assert path == sorted(_notebook_url(base, nb) for nb in NOTEBOOKS), path
     for url in path:
         assert status(url) == 200, url

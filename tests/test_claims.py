@@ -209,7 +209,9 @@ def test_full_mode_minutes_are_the_committed_runs_own():
 
     for page in (claims.README, claims.ROOT / "docs" / "index.md"):
         rows = re.findall(
-            r"^\| \[`(\d\d[a-z]?_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|", page.read_text(encoding="utf-8"), re.M
+            r"^\| \[`(\d\d[a-z]?_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|",
+            page.read_text(encoding="utf-8"),
+            re.M,
         )
         assert len(rows) == len(list((claims.ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))), page
         for name, full, star in rows:
