@@ -43,6 +43,7 @@ from ..config import (
     parse_algo_spec,
 )
 from ..tasks import DATA_DIR
+from .export import ENGINES as EXPORT_ENGINES
 
 
 Flat = tyro.conf.OmitArgPrefixes  # a nested config whose options appear without a prefix
@@ -334,8 +335,10 @@ class ExportArgs:
     (``ALGO --option ...``); the export options come first. Settings with no equivalent are listed, never dropped."""
 
     source: ExportSource
-    to: Literal["trl", "verl"] = "trl"
-    """The engine: ``trl`` (GRPOTrainer / RLOOTrainer under accelerate) or ``verl`` (verl.trainer.main_ppo)."""
+    to: Annotated[
+        Literal[tuple(EXPORT_ENGINES)],  # the registered export engines
+        tyro.conf.arg(help="The engine: " + "; ".join(f"{e.name} ({e.summary})" for e in EXPORT_ENGINES.values())),
+    ] = "trl"
     export_dir: str = "runs/export"
     """The folder to write (new or empty; an earlier export with --overwrite)."""
     gpus: int = 1
@@ -817,7 +820,7 @@ COMMANDS = {
     "export": Command(
         ExportArgs,
         cmd_export,
-        "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])",
+        f"write a ready-to-run folder for another engine (rlalgos export --to {'|'.join(EXPORT_ENGINES)} run RUN_DIR, or ALGO [options])",
     ),
     "student": Command(
         StudentArgs,
