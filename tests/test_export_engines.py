@@ -5,7 +5,9 @@ export, and the rule that makes the copied tasks.py run anywhere (standard libra
 
 import ast
 import dataclasses
+import fnmatch
 import json
+import re
 import sys
 import types
 import typing
@@ -15,7 +17,7 @@ import pytest
 from rlalgos import tasks
 from rlalgos.config import ALGORITHMS, TrainConfig, make_config
 from rlalgos.tools import export as ex
-from rlalgos.tools.export.base import Engine, Name, differs, same, write_run_sh
+from rlalgos.tools.export.base import Engine, Name, differs, make_ctx, same, write_run_sh
 from rlalgos.tools.export.fields import FIELDS
 from rlalgos.tools.export.verl import MASK_NO_LOWER
 
@@ -35,6 +37,51 @@ def test_every_config_field_has_one_field_and_every_engine_names_each():
             f"{engine.name} names what the table lacks: {set(engine.names) - set(names)}"
         )
     assert f'"{MASK_NO_LOWER:g}_C"' in next(f.conversion for f in FIELDS if f.name == "rollout_correction_threshold")
+
+
+RUNS = [
+    (TrainConfig(algo=name, **train), make_config(name, **algo))
+    for name in ALGORITHMS
+    if name != "ei"
+    for train, algo in [
+        ({}, {}),
+        (
+            dict(eval_every=5, save_every=5, lora_rank=8, rollout_correction="token_mask", report_to="all"),
+            {"kl_coef": 0.1} if name != "ppo" else {},
+        ),
+    ]
+] + [
+    (TrainConfig(algo="dapo"), make_config("dapo", dynamic_sampling="resample", entropy_threshold=0.2)),
+    (TrainConfig(algo="grpo", rollout_dtype="bfloat16"), make_config("grpo", clip_c=3.0, micro_batch_size=8)),
+]
+"""Runs that between them take every conversion's branches that set values."""
+
+
+def named(key: str, prose: str, engine: Engine) -> bool:
+    """Whether a table cell names ``key``: a `pattern` in it matches the key's end (``*`` a wildcard,
+    the engine's abbreviations applied), or the key's last part is in its text."""
+    for long, short in engine.abbreviations:
+        key = key.replace(long, short)
+    patterns = re.findall(r"`([^`]+)`", prose)
+    return any(fnmatch.fnmatch(key, "*" + p) for p in patterns) or key.split(".")[-1].lower() in prose.lower()
+
+
+def test_each_value_an_engine_sets_is_named_in_its_table_cell():
+    """The table's prose and the conversions state an engine's names twice: every key a conversion sets
+    for these runs is in the same field's cell."""
+    unnamed = set()
+    for engine in ex.ENGINES.values():
+        for cfg, algo in RUNS:
+            c = make_ctx(cfg, algo)
+            if engine.name == "trl" and algo.__class__.__name__ == "PPOConfig":
+                continue
+            for f in FIELDS:
+                name = engine.names[f.name]
+                if f.applies(c) and name.convert:
+                    unnamed |= {
+                        (engine.name, f.name, k) for k in name.convert(c).values if not named(k, name.prose, engine)
+                    }
+    assert not unnamed, sorted(unnamed)
 
 
 def test_the_cli_offers_the_registered_engines():

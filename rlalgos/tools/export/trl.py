@@ -265,7 +265,7 @@ def _micro(c: Ctx) -> Mapped:
 
 NAMES: dict[str, Name] = {
     "algo": Name(
-        "GRPOTrainer (grpo, dapo, drgrpo, dualclip, gspo: `importance_sampling_level`, clipcov, klcov, cispo, sapo); RLOOTrainer (reinforce, rloo)",
+        "GRPOTrainer (grpo, dapo, drgrpo, dualclip, gspo: `importance_sampling_level`, clipcov, klcov, cispo, sapo); RLOOTrainer (reinforce, rloo; `normalize_advantages`=False)",
         _algo,
     ),
     "model": Name("`model` (train_trl.py)", lambda c: same(model=c.model_ref)),
@@ -322,7 +322,10 @@ NAMES: dict[str, Name] = {
             use_vllm=False,
         ),
     ),
-    "eval_every": Name("`eval_strategy`, `eval_steps` (x optimizer steps per rollout), `eval_on_start`", _eval),
+    "eval_every": Name(
+        "`eval_strategy`, `eval_steps` (x optimizer steps per rollout), `eval_on_start`; `eval_file` (train_trl.py)",
+        _eval,
+    ),
     "eval_prompts": Name("rows of data/test.jsonl", lambda c: same()),
     "eval_samples": Name(
         "`num_generations_eval`, `per_device_eval_batch_size`",
@@ -344,7 +347,9 @@ NAMES: dict[str, Name] = {
     "progress": Name("`disable_tqdm`", lambda c: same(disable_tqdm=not c.cfg.progress)),
     "on_nonfinite": Name(""),
     "stop_on_collapse": Name(""),
-    "logging": Name("`logging_steps`=1", lambda c: same(logging_steps=1, log_completions=False)),
+    "logging": Name(
+        "`logging_steps`=1, `log_completions`=False", lambda c: same(logging_steps=1, log_completions=False)
+    ),
     "report_to": Name("`report_to`", _report_to),
     "lr": Name("`learning_rate`", lambda c: differs(lr_note(c), learning_rate=c.algo.lr)),
     "schedule": Name(
@@ -418,13 +423,13 @@ NAMES: dict[str, Name] = {
         "", no_equivalent("no down-weighting of all-equal groups", lambda c: c.algo.dynamic_sampling == "downweight")
     ),
     "overlong_penalty": Name(
-        "a reward function (rewards.py `overlong_penalty`, in `reward_funcs`, weight 1)", _overlong
+        "a reward function (rewards.py `overlong_penalty`, in `reward_funcs`, `reward_weights` 1)", _overlong
     ),
     "overlong_buffer": Name("the constant in rewards.py", lambda c: same()),
     "overlong_filter": Name(
         "`mask_truncated_completions`", lambda c: same(mask_truncated_completions=c.algo.overlong_filter)
     ),
-    "entropy_threshold": Name("`use_adaptive_entropy`, `entropy_target` (bonus only)", _entropy),
+    "entropy_threshold": Name("`use_adaptive_entropy`, `entropy_target`, `entropy_coef*` (bonus only)", _entropy),
     "entropy_action": Name(
         "(bonus only)",
         lambda c: (

@@ -354,7 +354,7 @@ NAMES: dict[str, Name] = {
         ),
     ),
     "out_dir": Name(
-        "`trainer.default_local_dir`, `trainer.experiment_name`",
+        "`trainer.default_local_dir`, `trainer.project_name`, `trainer.experiment_name`",
         lambda c: same(
             **{
                 "trainer.default_local_dir": "@HERE@/output",
@@ -382,7 +382,7 @@ NAMES: dict[str, Name] = {
     "minibatches": Name(
         "`actor.ppo_mini_batch_size`", lambda c: same(**{A + "ppo_mini_batch_size": _batch(c)["mini_prompts"]})
     ),
-    "micro_batch_size": Name("`actor.ppo_micro_batch_size_per_gpu` (+ log-prob micro-batches)", _micro),
+    "micro_batch_size": Name("`actor.ppo_micro_batch_size_per_gpu` (+ `*.log_prob_micro_batch_size_per_gpu`)", _micro),
     "length_buckets": Name(
         "",
         no_equivalent(
@@ -391,7 +391,7 @@ NAMES: dict[str, Name] = {
     ),
     "loss_agg": Name("`actor.loss_agg_mode` (+ `actor.loss_scale_factor`)", _loss_agg),
     "kl_coef": Name(
-        "`actor.use_kl_loss` + `actor.kl_loss_coef` (GRPO family); `algorithm.use_kl_in_reward` + `algorithm.kl_ctrl.kl_coef` (reinforce, rloo, ppo)",
+        "`actor.use_kl_loss` + `actor.kl_loss_coef` (GRPO family); `algorithm.use_kl_in_reward` + `algorithm.kl_ctrl.kl_coef` (+ `algorithm.kl_ctrl.type`=fixed, `algorithm.kl_penalty`; reinforce, rloo, ppo)",
         _kl,
     ),
     "kl_estimator": Name("`actor.kl_loss_type` / `algorithm.kl_penalty`", _kl_estimator),
