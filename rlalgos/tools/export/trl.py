@@ -242,10 +242,8 @@ def _rollout_correction(c: Ctx, setting: str) -> Mapped:
         )
     if setting == "rollout_correction_threshold":
         return same() if mode == "none" else same(vllm_importance_sampling_clip_max=c.cfg.rollout_correction_threshold)
-    if mode == "none":
-        return same(
-            vllm_importance_sampling_correction=False
-        )  # TRL's default is on (sequence_mask, when it samples with vLLM)
+    if mode == "none":  # TRL's default is on (sequence_mask, when it samples with vLLM)
+        return same(vllm_importance_sampling_correction=False)
     return differs(
         "TRL corrects only when it samples with vLLM (use_vllm=True); the export samples with generate in the trainer's own precision, where there is little to correct",
         vllm_importance_sampling_correction=True,

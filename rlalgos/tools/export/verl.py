@@ -77,9 +77,8 @@ def _report_to(c: Ctx) -> Mapped:
 def _algo(c: Ctx) -> Mapped:
     estimator = "rloo" if isinstance(c.algo, ReinforceConfig) else "gae" if isinstance(c.algo, PPOConfig) else "grpo"
     out = {"algorithm.adv_estimator": estimator}
-    if not c.has(
-        "loss_mode"
-    ):  # reinforce, rloo: verl's clipped loss (inert at one update per rollout); the clipped algorithms: see loss_mode
+    # reinforce, rloo: verl's clipped loss (inert at one update per rollout); the clipped algorithms: see loss_mode
+    if not c.has("loss_mode"):
         out[A + "policy_loss.loss_mode"] = "vanilla"
     return same(**out)
 
@@ -165,9 +164,7 @@ def _kl_estimator(c: Ctx) -> Mapped:
 
 def _loss_agg(c: Ctx) -> Mapped:
     out = {A + "loss_agg_mode": c.algo.loss_agg}
-    if (
-        c.algo.loss_agg == "seq-mean-token-sum-norm"
-    ):  # Dr. GRPO's constant L_max, as rlalgos (verl's default: the padded width)
+    if c.algo.loss_agg == "seq-mean-token-sum-norm":  # Dr. GRPO's constant L_max, as rlalgos (verl's: the padded width)
         out[A + "loss_scale_factor"] = c.max_new_tokens
     return same(**out)
 
