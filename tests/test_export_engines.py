@@ -84,11 +84,16 @@ def test_each_value_an_engine_sets_is_named_in_its_table_cell():
     assert not unnamed, sorted(unnamed)
 
 
-def test_the_cli_offers_the_registered_engines():
-    from rlalgos.tools.cli import ExportArgs
+def test_the_cli_offers_the_registered_engines(capsys):
+    from rlalgos.tools.cli import ExportArgs, main
 
     hint = typing.get_type_hints(ExportArgs, include_extras=True)["to"]
     assert typing.get_args(typing.get_args(hint)[0]) == tuple(ex.ENGINES)
+    for argv in (["--to", "openrlhf", "grpo"], ["--to=openrlhf", "grpo"]):
+        assert main(["export", *argv]) == 2
+        assert capsys.readouterr().err == (
+            "rlalgos: error: unknown engine 'openrlhf': no export module declares it; use trl or verl\n"
+        )
 
 
 def fake_engine_module() -> types.ModuleType:

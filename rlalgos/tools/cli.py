@@ -877,6 +877,21 @@ def option_names(cls: type) -> set[str]:
     return names
 
 
+def unknown_engine(argv: list[str]) -> str | None:
+    """The one-line error for ``rlalgos export --to NAME`` with a NAME no export module declares, else None."""
+    from .export import get_engine
+
+    words = argv[1:] if argv and argv[0] == "export" else []
+    for word, after in zip(words, words[1:] + [None]):
+        name = word.removeprefix("--to=") if word.startswith("--to=") else after if word == "--to" else None
+        if name is not None and name not in EXPORT_ENGINES:
+            try:
+                get_engine(name)
+            except ValueError as e:
+                return str(e)
+    return None
+
+
 def misplaced_option(argv: list[str]) -> str | None:
     """The one-line error for an option this command does not take (the nearest name it does take,
     from this command alone) or for ``rlalgos train --steps 5 grpo``; None when every option is known."""
@@ -945,7 +960,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    if (error := misplaced_option(argv) or unknown_algorithm(argv)) is not None:
+    if (error := misplaced_option(argv) or unknown_algorithm(argv) or unknown_engine(argv)) is not None:
         print(f"rlalgos: error: {error}", file=sys.stderr)
         return 2
     command, args = parse(argv)
