@@ -32,7 +32,7 @@ from _common import ModelTimer, machine_info
 from rlalgos import tasks
 from rlalgos.algorithms import make_config
 from rlalgos.config import BASE_MODEL_DIR
-from rlalgos.tools.export import trl_settings
+from rlalgos.tools.export.trl import trl_settings
 from rlalgos.model import load_policy
 from rlalgos.tasks import addition_task
 from rlalgos.engine.resume import PromptSampler

@@ -1,13 +1,19 @@
 """Verifiable tasks: prompts, reference answers, and reward functions.
 
-A task is a list of rows (dicts) with at least ``prompt`` and ``answer``. Reward
-functions follow TRL's convention::
+A task is a list of rows (dicts) with at least ``prompt`` and its answer column
+(:attr:`Task.answer_key`, ``answer`` for the shipped tasks). Reward functions
+follow TRL's convention::
 
     fn(prompts: list[str], completions: list[str], **columns) -> list[float]
 
 where ``columns`` holds every other field of the rows, one list entry per
 completion (so ``answer=[...]``). :class:`RewardSet` combines several with
 weights and reports each on its own.
+
+This module imports the standard library only (an optional package only inside a
+function, in a ``try`` that catches ImportError): ``rlalgos export`` copies it verbatim
+into every export (as ``rlalgos_tasks.py``), where the reward functions run without
+rlalgos, torch or anything else installed (tests/test_export_engines.py checks its imports).
 """
 
 from __future__ import annotations
@@ -263,11 +269,21 @@ class Task:
     breakdown: str = ""
     """A row key (e.g. ``level``) whose values split the metrics: training and evaluation then also log
     ``accuracy/VALUE`` and each completion metric as ``NAME/VALUE`` (:func:`breakdown_metrics`); '' = none."""
+    answer_key: str = "answer"
+    """The column holding each row's reference answer (an export's ground truth; the reward functions get it)."""
+    ability: str = "math"
+    """What the task exercises, as verl's data rows tag it (``ability``)."""
+    answer_format: str = "#{}"
+    """How a completion states its final answer, ``{}`` standing for it (:meth:`sample_answer`)."""
 
     @property
     def note(self) -> str:
         """A line worth printing when a run starts (e.g. that the test rows were held out), or ''."""
         return f"{self.name}: evaluating on {self.test_source}" if self.test_source.startswith("held out") else ""
+
+    def sample_answer(self, row: dict) -> str:
+        """A completion that states ``row``'s reference answer as the task's reward functions read it."""
+        return self.answer_format.format(row.get(self.answer_key, ""))
 
     def info(self) -> dict:
         """What a run's config.json records about its task."""

@@ -148,9 +148,9 @@ def evaluate(
 
 def check_rewards(task: Task) -> None:
     """Call every reward function once on two test rows (an empty answer and the
-    reference answer) so a broken one fails before the run folder is touched."""
+    task's own sample answer) so a broken one fails before the run folder is touched."""
     rows = (task.test or task.train)[:2]
-    completions = ["" if i % 2 == 0 else f"#{r.get('answer', '')}" for i, r in enumerate(rows)]
+    completions = ["" if i % 2 == 0 else task.sample_answer(r) for i, r in enumerate(rows)]
     task.rewards([r["prompt"] for r in rows], completions, reward_columns(rows))
 
 

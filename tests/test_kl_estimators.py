@@ -309,7 +309,7 @@ def test_grpo_trains_with_verls_straight_through_k3(tmp_path):
     different gradient once the policy has left the reference (k2's); an unknown one is one line.
     The verl export passes it through as ``kl_loss_type: k3+``."""
     from rlalgos.config import TrainConfig, make_config
-    from rlalgos.tools.export import verl_overrides
+    from rlalgos.tools.export.verl import verl_overrides
     from rlalgos.train import train
 
     def run(kind):

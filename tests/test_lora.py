@@ -170,7 +170,9 @@ def test_help_shows_the_lora_options(capsys):
 
 def test_lora_exports_to_verl_and_is_named_missing_for_trl():
     from rlalgos.algorithms import make_config
-    from rlalgos.tools.export import compose_verl, hydra_value, trl_settings, verl_config_dir, verl_overrides
+    from rlalgos.tools.export.trl import trl_settings
+    from rlalgos.tools.export.verl import verl_overrides
+    from rlalgos.tools.export.verl_files import compose_verl, hydra_value, verl_config_dir
 
     cfg = TrainConfig(algo="grpo", lora_rank=8, lora_targets="q_proj,v_proj", device="cpu")
     values, _ = verl_overrides(cfg, make_config("grpo"))

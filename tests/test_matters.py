@@ -51,9 +51,9 @@ def test_every_claim_named_exists_and_has_a_regime_name():
 
 
 def test_every_knob_is_a_row_of_the_export_table():
-    from rlalgos.tools.export import ROWS
+    from rlalgos.tools.export.fields import FIELDS
 
-    settings = {r.setting for r in ROWS}
+    settings = {f.name for f in FIELDS}
     assert all(k in settings for t in matters.TRICKS for k in t.knobs)
 
 

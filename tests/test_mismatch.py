@@ -20,7 +20,9 @@ from rlalgos.losses import POLICY_LOSSES
 from rlalgos.rollout import rollout
 from rlalgos.tasks import get_task
 from rlalgos.tools import cli
-from rlalgos.tools.export import MASK_NO_LOWER, compose_verl, hydra_value, trl_settings, verl_config_dir, verl_overrides
+from rlalgos.tools.export.trl import trl_settings
+from rlalgos.tools.export.verl import MASK_NO_LOWER, verl_overrides
+from rlalgos.tools.export.verl_files import compose_verl, hydra_value, verl_config_dir
 from test_loss_modes import VERL_PRELUDE, run_verl
 
 MODES = [m for m in ROLLOUT_CORRECTIONS if m != "none"]

@@ -19,6 +19,7 @@ import tyro
 
 from ..config import ALGORITHMS, TrainConfig
 from ..tasks import DATA_DIR
+from .export import ENGINES as EXPORT_ENGINES
 from ..workbook.configs import EmergenceConfig, RMConfig, SFTConfig, TrapConfig
 from .cli_help import Flat, assemble_run, field_docs, option_names, print_algos, run_sections, train_command
 from .commands import (
@@ -170,8 +171,10 @@ class ExportArgs:
     (``ALGO --option ...``); the export options come first. Settings with no equivalent are listed, never dropped."""
 
     source: ExportSource
-    to: Literal["trl", "verl"] = "trl"
-    """The engine: ``trl`` (GRPOTrainer / RLOOTrainer under accelerate) or ``verl`` (verl.trainer.main_ppo)."""
+    to: Annotated[
+        Literal[tuple(EXPORT_ENGINES)],  # the registered export engines
+        tyro.conf.arg(help="The engine: " + "; ".join(f"{e.name} ({e.summary})" for e in EXPORT_ENGINES.values())),
+    ] = "trl"
     export_dir: str = "runs/export"
     """The folder to write (new or empty; an earlier export with --overwrite)."""
     gpus: int = 1
@@ -366,7 +369,7 @@ COMMANDS = {
     "export": Command(
         ExportArgs,
         cmd_export,
-        "write a ready-to-run TRL or verl folder for a run (rlalgos export --to trl|verl run RUN_DIR, or ALGO [options])",
+        f"write a ready-to-run folder for another engine (rlalgos export --to {'|'.join(EXPORT_ENGINES)} run RUN_DIR, or ALGO [options])",
     ),
     "student": Command(
         StudentArgs,
@@ -401,6 +404,21 @@ def unknown_algorithm(argv: list[str]) -> str | None:
     if name in known:
         return None
     return f"unknown algorithm {name!r}; choose one of {', '.join(known)}"
+
+
+def unknown_engine(argv: list[str]) -> str | None:
+    """The one-line error for ``rlalgos export --to NAME`` with a NAME no export module declares, else None."""
+    from .export import get_engine
+
+    words = argv[1:] if argv and argv[0] == "export" else []
+    for word, after in zip(words, words[1:] + [None]):
+        name = word.removeprefix("--to=") if word.startswith("--to=") else after if word == "--to" else None
+        if name is not None and name not in EXPORT_ENGINES:
+            try:
+                get_engine(name)
+            except ValueError as e:
+                return str(e)
+    return None
 
 
 def misplaced_option(argv: list[str]) -> str | None:
@@ -471,7 +489,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    if (error := misplaced_option(argv) or unknown_algorithm(argv)) is not None:
+    if (error := misplaced_option(argv) or unknown_algorithm(argv) or unknown_engine(argv)) is not None:
         print(f"rlalgos: error: {error}", file=sys.stderr)
         return 2
     command, args = parse(argv)

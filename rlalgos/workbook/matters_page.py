@@ -87,13 +87,12 @@ def matters_table(json_dir: str | Path = JSON_DIR) -> pd.DataFrame:
 
 def engine_names() -> pd.DataFrame:
     """Each trick's rlalgos settings with their TRL and verl names, from the export's mapping table."""
-    from ..tools.export import ROWS
+    from ..tools.export import ENGINES
 
-    names = {r.setting: (r.trl, r.verl) for r in ROWS}
     rows = []
     for t in TRICKS:
         for k in t.knobs:
-            trl, verl = names[k]
+            trl, verl = ENGINES["trl"].names[k].prose, ENGINES["verl"].names[k].prose
             rows.append({"trick": t.name, "rlalgos": k, "TRL": trl or "(none)", "verl": verl or "(none)"})
     return pd.DataFrame(rows)
 
