@@ -23,8 +23,11 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .claims import JSON_DIR, ROOT, cell_outputs, get_claim, load_published
+from .claims import Layout, cell_outputs, get_claim, load_published
 from .stats import verdict_line
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout whose docs/ and notebooks/ this page reads
+JSON_DIR = Layout(ROOT).json_dir
 
 PAGE = ROOT / "docs" / "what_matters.md"
 NOT_MEASURED = "not measured"
