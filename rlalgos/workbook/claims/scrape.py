@@ -224,36 +224,27 @@ def _quote_effect(claim: Claim, q: Quote, source: str, outputs: Mapping[int, lis
     """The paired effect a quote's line gives (read by its ``pattern``); a row of notebook 09's pass@k
     table gives way to the verdict line the notebook prints for the same comparison."""
     base = q.base or claim.base
-    if q.pattern == PASSK_TABLE_ROW and (
-        hit := printed_effect(outputs, None, claim.names.get(q.arm, q.arm), base, q.metric)
-    ):
+    hit = q.pattern == PASSK_TABLE_ROW and printed_effect(outputs, None, claim.names.get(q.arm, q.arm), base, q.metric)
+    if hit:
         i, h = hit
-        return effect(
-            q.arm,
-            base,
-            q.metric,
-            q.direction,
-            q.headline,
-            None,
-            None,
-            h["diff"],
-            h["ci_low"],
-            h["ci_high"],
+        diff, lo, hi = h["diff"], h["ci_low"], h["ci_high"]
+        seeds, source, line = (
             (q.seeds or claim.seeds)[: h["seeds"]],
             f"notebook {claim.notebook[:2]} cell {i}",
             h["line"],
         )
-    m = re.search(q.pattern, q.line)
-    if not m:
-        raise ValueError(f"claim {claim.id}: the pattern of a quote does not match its line {q.line!r}")
-    g = m.groupdict()
-    diff = float(g["diff"])
-    if g.get("sd") is not None:
-        n = int(g["n"])
-        half = t975(n - 1) * float(g["sd"]) / math.sqrt(n)
-        lo, hi, seeds = diff - half, diff + half, (q.seeds or claim.seeds)[:n]
     else:
-        lo, hi, seeds = float(g["lo"]), float(g["hi"]), q.seeds or claim.seeds
+        m = re.search(q.pattern, q.line)
+        if not m:
+            raise ValueError(f"claim {claim.id}: the pattern of a quote does not match its line {q.line!r}")
+        g = m.groupdict()
+        diff, line = float(g["diff"]), q.line
+        if g.get("sd") is not None:
+            n = int(g["n"])
+            half = t975(n - 1) * float(g["sd"]) / math.sqrt(n)
+            lo, hi, seeds = diff - half, diff + half, (q.seeds or claim.seeds)[:n]
+        else:
+            lo, hi, seeds = float(g["lo"]), float(g["hi"]), q.seeds or claim.seeds
     return effect(
         q.arm,
         base,
@@ -267,7 +258,7 @@ def _quote_effect(claim: Claim, q: Quote, source: str, outputs: Mapping[int, lis
         rounded(hi),
         seeds,
         source,
-        q.line,
+        line,
     )
 
 
