@@ -1,6 +1,7 @@
 """The emergence experiments (notebooks 12 and 13): build the base models and train
 every run, side by side. The models, the regime and the runs are defined once, in
-:mod:`rlalgos.workbook.emergence`; the notebooks train the same folders (and reuse them).
+:mod:`rlalgos.workbook.experiments` (built by :mod:`rlalgos.workbook.emergence`); the notebooks train the
+same folders (and reuse them).
 
 Example::
 
@@ -15,6 +16,7 @@ import argparse
 from pathlib import Path
 
 from rlalgos.workbook import emergence as em
+from rlalgos.workbook.experiments import EMERGENCE_OUT, EMERGENCE_SEEDS
 from rlalgos.workbook.exploration import run_or_reuse
 
 PARTS = {
@@ -31,9 +33,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=["run", "configs"])
     p.add_argument("--part", default="all", help=f"one of {', '.join(PARTS)}, or all")
-    p.add_argument("--seeds", default=",".join(map(str, em.SEEDS)))
+    p.add_argument("--seeds", default=",".join(map(str, EMERGENCE_SEEDS)))
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--out", default=str(em.OUT))
+    p.add_argument("--out", default=str(EMERGENCE_OUT))
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     names = list(PARTS) if args.part == "all" else args.part.split(",")

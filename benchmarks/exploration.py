@@ -1,6 +1,6 @@
 """The exploration sweep (notebook 09): vanilla GRPO against each entropy fix on
 the trap task, like for like, paired by seed. The regime and the arms are defined
-once, in :mod:`rlalgos.workbook.exploration` (``ARMS``, ``arm_config``).
+once, in :mod:`rlalgos.workbook.experiments` (``TRAP_ARMS``, ``trap_run``).
 
 Example::
 
@@ -16,21 +16,25 @@ import json
 import sys
 from pathlib import Path
 
-from rlalgos.workbook.exploration import ABLATION_ARMS, ARMS, OUT, SHARED, VANILLA, arm_config
+from rlalgos.workbook.experiments import TRAP_ABLATION_ARMS, TRAP_ARMS, TRAP_GRPO, TRAP_OUT, TRAP_SHARED, trap_run
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=["run", "configs"])
-    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, from {', '.join([*ARMS, *ABLATION_ARMS])}")
+    p.add_argument(
+        "--arms",
+        default=",".join(TRAP_ARMS),
+        help=f"comma-separated, from {', '.join([*TRAP_ARMS, *TRAP_ABLATION_ARMS])}",
+    )
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--out", default=str(OUT))
-    p.add_argument("--steps", type=int, default=SHARED["steps"])
-    p.add_argument("--lr", type=float, default=VANILLA["lr"])
+    p.add_argument("--out", default=str(TRAP_OUT))
+    p.add_argument("--steps", type=int, default=TRAP_SHARED["steps"])
+    p.add_argument("--lr", type=float, default=TRAP_GRPO["lr"])
     args = p.parse_args()
     runs = [
-        arm_config(a, int(s), Path(args.out), lr=args.lr, steps=args.steps)
+        trap_run(a, int(s), Path(args.out), lr=args.lr, steps=args.steps)
         for a in args.arms.split(",")
         for s in args.seeds.split(",")
     ]

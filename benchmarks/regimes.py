@@ -45,7 +45,7 @@ from rlalgos.workbook.plots import plot_runs
 from rlalgos.workbook.stats import effect_table
 from rlalgos.tools.sweep import run_many
 from rlalgos.train import TrainConfig, load_metrics
-from rlalgos.workbook.claims import REGIMES  # the regimes live in the registry, beside the claims they measure
+from rlalgos.workbook.experiments import REGIMES  # defined once, beside every experiment the claims measure
 
 
 def config_for(regime: dict, spec: str, seed: int, out_dir: Path, args) -> TrainConfig:

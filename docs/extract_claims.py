@@ -1,4 +1,4 @@
-"""Write docs/claims/<id>.json for every claim of rlalgos/workbook/claims.py, from the
+"""Write docs/claims/<id>.json for every claim of rlalgos/workbook/claims/, from the
 notebooks' committed outputs (and the committed docs for the benchmark rows), then
 regenerate docs/claims.md, README.md's summary and docs/what_matters.md from them.
 
@@ -7,13 +7,16 @@ regenerate docs/claims.md, README.md's summary and docs/what_matters.md from the
 """
 
 import sys
+from pathlib import Path
 
-from rlalgos.workbook.claims import report, write_published
+from rlalgos.workbook.claims import Layout, report, write_published
 from rlalgos.workbook.matters_page import write_page
 
+CHECKOUT = Layout(Path(__file__).resolve().parents[1])  # this repository: its notebooks, docs and README
+
 if __name__ == "__main__":
-    for path in write_published(ids=sys.argv[1:] or None):
+    for path in write_published(CHECKOUT.root, ids=sys.argv[1:] or None):
         print(f"wrote {path}")
-    for path in report():
+    for path in report(CHECKOUT.page, CHECKOUT.json_dir, CHECKOUT.readme):
         print(f"wrote {path}")
     print(f"wrote {write_page()}")

@@ -1,34 +1,39 @@
-"""The claims scorecard as code (rlalgos/workbook/claims.py): the generated pages match
+"""The claims scorecard as code (rlalgos/workbook/claims/): the generated pages match
 the committed JSON, the JSON matches the notebooks' committed outputs, every claim is
 well formed, one claim runs end to end, and the CLI's bad inputs are one line."""
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from rlalgos.tools.cli import main
 from rlalgos.workbook import claims
 
+CHECKOUT = claims.Layout(Path(__file__).resolve().parents[1])  # this repository, whose files the claims read
+ROOT = CHECKOUT.root
+
 
 @pytest.mark.parametrize("claim", claims.CLAIMS, ids=lambda c: c.id)
 def test_published_numbers_are_still_in_the_committed_outputs(claim):
     """docs/claims/<id>.json is what extract_published reads from the notebooks now: a number that
     is no longer printed (or printed differently) fails here. Fix: python docs/extract_claims.py."""
-    committed = json.loads((claims.JSON_DIR / f"{claim.id}.json").read_text(encoding="utf-8"))
+    committed = json.loads((CHECKOUT.json_dir / f"{claim.id}.json").read_text(encoding="utf-8"))
     if committed["numbers_from"] != "committed outputs":  # published by `rlalgos claims run --publish`
         pytest.skip(f"{claim.id}: numbers from {committed['numbers_from']}")
-    assert claims.extract_published(claim) == committed
+    assert claims.extract_published(claim, ROOT) == committed
 
 
 def test_pages_are_generated_from_the_json_no_hand_edits():
-    records = claims.load_published()
+    records = claims.load_published(CHECKOUT.json_dir)
     assert list(records) == [c.id for c in claims.CLAIMS], (
         "every claim has docs/claims/<id>.json (python docs/extract_claims.py)"
     )
-    assert claims.PAGE.read_text(encoding="utf-8") == claims.render_page(records), (
+    assert CHECKOUT.page.read_text(encoding="utf-8") == claims.render_page(records), (
         "docs/claims.md differs from `rlalgos claims report`"
     )
-    readme = claims.README.read_text(encoding="utf-8")
+    readme = CHECKOUT.readme.read_text(encoding="utf-8")
     assert readme == claims.readme_with_block(readme, claims.render_readme_block(records)), (
         "README.md's claims block differs from `rlalgos claims report`"
     )
@@ -40,14 +45,14 @@ def test_every_claim_is_well_formed():
     for c in claims.CLAIMS:
         assert c.kind in claims.KINDS and c.id == c.id.lower() and " " not in c.id, c.id
         if c.kind == "exact":
-            assert c.test and not c.arms and (claims.ROOT / c.test.split("::")[0]).exists(), c.id
+            assert c.test and not c.arms and (ROOT / c.test.split("::")[0]).exists(), c.id
             continue
         assert len(c.seeds) >= claims.MIN_SEEDS, f"{c.id}: {len(c.seeds)} seeds"
         assert c.figure, f"{c.id}: no figure"
         path, _, cell = c.figure.partition("#cell-")
-        assert (claims.ROOT / path).exists(), f"{c.id}: {path} does not exist"
+        assert (ROOT / path).exists(), f"{c.id}: {path} does not exist"
         if cell:
-            nb = json.loads((claims.ROOT / path).read_text(encoding="utf-8"))
+            nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
             outs = nb["cells"][int(cell)].get("outputs", [])
             assert any("image/png" in o.get("data", {}) for o in outs), f"{c.id}: {c.figure} holds no figure"
         if c.arms:
@@ -66,7 +71,7 @@ def test_every_claim_is_well_formed():
 
 
 def test_a_claim_with_too_few_seeds_or_no_figure_fails_the_check(monkeypatch):
-    bad = claims.replace(claims.get_claim("rloo-matches-grpo"), seeds=(0, 1), figure="docs/figures/nope.png")
+    bad = replace(claims.get_claim("rloo-matches-grpo"), seeds=(0, 1), figure="docs/figures/nope.png")
     monkeypatch.setattr(claims, "CLAIMS", (bad,))
     with pytest.raises(AssertionError):
         test_every_claim_is_well_formed()
@@ -207,16 +212,16 @@ def test_full_mode_minutes_are_the_committed_runs_own():
         at = lambda t: datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
         return (at(end) - at(start)).total_seconds() / 60
 
-    for page in (claims.README, claims.ROOT / "docs" / "index.md"):
+    for page in (CHECKOUT.readme, ROOT / "docs" / "index.md"):
         rows = re.findall(
             r"^\| \[`(\d\d[a-z]?_[a-z_]+)`\]\([^)]*\) \| [\d.]+ / ([\d.]+)(\\\*)? \|",
             page.read_text(encoding="utf-8"),
             re.M,
         )
-        assert len(rows) == len(list((claims.ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))), page
+        assert len(rows) == len(list((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))), page
         for name, full, star in rows:
             if not star:
-                got = wall_minutes(claims.ROOT / "notebooks" / f"{name}.ipynb")
+                got = wall_minutes(ROOT / "notebooks" / f"{name}.ipynb")
                 assert abs(got - float(full)) <= 0.15, (
                     f"{page.name}: {name} says {full} min, its committed run took {got:.1f}"
                 )
@@ -233,13 +238,13 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
     import os
 
     monkeypatch.delenv("RLALGOS_FAST", raising=False)
-    monkeypatch.chdir(claims.NOTEBOOKS)
-    nb = json.loads((claims.NOTEBOOKS / notebook).read_text(encoding="utf-8"))
+    monkeypatch.chdir(CHECKOUT.notebooks)
+    nb = json.loads((CHECKOUT.notebooks / notebook).read_text(encoding="utf-8"))
     seen: dict = {}
 
     def stub(runs, *args, **kwargs):
         for cfg, algo_cfg in runs:
-            seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+            seen[os.path.normpath(CHECKOUT.notebooks / cfg.out_dir)] = (cfg, algo_cfg)
         raise _Captured
 
     def train_stub(
@@ -247,10 +252,13 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
     ):  # a notebook that trains one run at a time (05): record it, hand back a stand-in
         import pandas as pd
 
-        seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+        seen[os.path.normpath(CHECKOUT.notebooks / cfg.out_dir)] = (cfg, algo_cfg)
         return pd.DataFrame({"step": [0, cfg.steps], "eval_accuracy": [0.0, 0.0], "step_seconds": [0.0, 0.0]})
 
     stubs = dict(run_many=stub, run_or_reuse=stub, train=train_stub)
+    from rlalgos.workbook import exploration
+
+    monkeypatch.setattr(exploration, "run_or_reuse", stub)  # notebook 09 calls it as ex.run_or_reuse
     g = {"display": lambda *a, **k: None}
     for i in cells:
         src = "".join(nb["cells"][i]["source"])
@@ -271,6 +279,7 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
         ("07_reward_model.ipynb", [1, 2, 10]),
         ("10_engines.ipynb", [1, 2, 9, 21]),
         ("05_side_by_side.ipynb", [1, 2, 8]),
+        ("09_exploration.ipynb", [1, 2, 11, 21, 27, 31]),
     ],
 )
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
@@ -288,7 +297,7 @@ def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
     mine = [c for c in claims.CLAIMS if c.notebook == notebook and c.arms]
     assert mine, notebook
     for claim in mine:
-        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds, root=ROOT):
             key = os.path.normpath(cfg.out_dir)
             assert key in jobs, f"{claim.id}: {arm} seed {seed} ({key}) is not a run of {notebook}"
             nb_cfg, nb_algo = jobs[key]
@@ -310,21 +319,19 @@ def test_the_learning_benchmark_trains_the_registry_runs_of_its_claim():
 
     import sys
 
-    spec = importlib.util.spec_from_file_location(
-        "learning_efficiency", claims.ROOT / "benchmarks" / "learning_efficiency.py"
-    )
+    spec = importlib.util.spec_from_file_location("learning_efficiency", ROOT / "benchmarks" / "learning_efficiency.py")
     bench = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(claims.ROOT / "benchmarks"))  # its _common
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # its _common
     try:
         spec.loader.exec_module(bench)
     finally:
-        sys.path.remove(str(claims.ROOT / "benchmarks"))
+        sys.path.remove(str(ROOT / "benchmarks"))
     args = bench.parser().parse_args([])
     claim = claims.get_claim("dapo-default-regime")
     strip = lambda c: {k: v for k, v in asdict(c).items() if k not in IGNORED}  # noqa: E731
-    for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+    for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds, root=ROOT):
         b_cfg, b_algo = bench.config_for(claim.folders[arm].replace("-", ":"), seed, args)
-        assert os.path.normpath(claims.ROOT / b_cfg.out_dir) == os.path.normpath(cfg.out_dir), arm
+        assert os.path.normpath(ROOT / b_cfg.out_dir) == os.path.normpath(cfg.out_dir), arm
         assert strip(b_cfg) == strip(cfg) and asdict(b_algo) == asdict(algo_cfg), f"{arm} seed {seed}"
 
 
@@ -340,11 +347,12 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
 
     import pandas as pd
 
+    from rlalgos.workbook.experiments import NB06_MONITOR_THRESHOLD
     from rlalgos.workbook.exploration import IGNORED
 
     monkeypatch.delenv("RLALGOS_FAST", raising=False)
-    monkeypatch.chdir(claims.NOTEBOOKS)
-    nb = json.loads((claims.NOTEBOOKS / "06_troubleshooting.ipynb").read_text(encoding="utf-8"))
+    monkeypatch.chdir(CHECKOUT.notebooks)
+    nb = json.loads((CHECKOUT.notebooks / "06_troubleshooting.ipynb").read_text(encoding="utf-8"))
     g: dict = {"display": lambda *a, **k: None}
     for i in (1, 2):
         exec(compile("".join(nb["cells"][i]["source"]), f"06[{i}]", "exec"), g)
@@ -353,7 +361,7 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
     def record(label, algo, algo_cfg, **kw):
         for s in g["SEEDS"]:
             cfg = g["_config"](label, algo, s, **kw)
-            seen[os.path.normpath(claims.NOTEBOOKS / cfg.out_dir)] = (cfg, algo_cfg)
+            seen[os.path.normpath(CHECKOUT.notebooks / cfg.out_dir)] = (cfg, algo_cfg)
 
     g["run"] = lambda label, algo, algo_cfg, task: record(label, algo, algo_cfg, task=task)
     g["run_side_by_side"] = lambda arms: [record(label, algo, cfg, **kw) for label, (algo, cfg, kw) in arms.items()]
@@ -374,14 +382,14 @@ def test_notebook_06s_runs_are_the_registrys(monkeypatch):
     mine = [c for c in claims.CLAIMS if c.notebook == "06_troubleshooting.ipynb"]
     assert len(mine) == 5
     for claim in mine:
-        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
+        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds, root=ROOT):
             key = os.path.normpath(cfg.out_dir)
             assert key in seen, f"{claim.id}: {arm} seed {seed} is not a run of notebook 06"
             nb_cfg, nb_algo = seen[key]
             assert strip(cfg) == strip(nb_cfg), f"{claim.id}: {arm} seed {seed}: TrainConfig differs from notebook 06's"
             mine_algo, theirs = asdict(algo_cfg), asdict(nb_algo)
             if arm == "e_monitor":
-                assert mine_algo.pop("entropy_threshold") == claims.NB06_MONITOR_THRESHOLD
+                assert mine_algo.pop("entropy_threshold") == NB06_MONITOR_THRESHOLD
                 theirs.pop("entropy_threshold")
             assert mine_algo == theirs and type(algo_cfg) is type(nb_algo), (
                 f"{claim.id}: {arm}: algorithm config differs from notebook 06's"
@@ -403,7 +411,7 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
     for c in claims.CLAIMS:
         if c.kind == "exact":
             path, _, name = c.test.partition("::")
-            assert f"def {name.split('[')[0]}(" in (claims.ROOT / path).read_text(encoding="utf-8"), c.id
+            assert f"def {name.split('[')[0]}(" in (ROOT / path).read_text(encoding="utf-8"), c.id
             continue
         assert c.arms or c.measure, f"{c.id}: nothing to train or measure"
         assert not c.measure or c.measure in measures.MEASURES, c.id
@@ -413,17 +421,61 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
         built_first = {str(emergence.model_cfg(*m, fast=False).folder()) for m in c.prepare}  # claims run builds these
         for kind, share in c.prepare:
             emergence.check_config(emergence.model_cfg(kind, share, fast=False))
-        for _, _, cfg, algo_cfg in c.train_configs((20, 21, 22)):
+        for _, _, cfg, algo_cfg in c.train_configs((20, 21, 22), root=ROOT):
             cfg.validate()
             algo_cfg.validate(cfg.group_size, cfg.prompts_per_step * cfg.group_size)
             assert (
                 cfg.model == ""
                 or cfg.model in built_first
-                or (claims.ROOT / cfg.model / "config.json").exists()
-                or (claims.Path(cfg.model) / "config.json").exists()
+                or (ROOT / cfg.model / "config.json").exists()
+                or (Path(cfg.model) / "config.json").exists()
             ), f"{c.id}: {cfg.model}"
-            assert not cfg.reward_model or (claims.Path(cfg.reward_model) / "config.json").exists(), (
+            assert not cfg.reward_model or (Path(cfg.reward_model) / "config.json").exists(), (
                 f"{c.id}: {cfg.reward_model}"
             )
             if cfg.task not in tasks:
                 tasks[cfg.task] = get_task(cfg.task)
+
+
+def test_a_printed_verdict_line_wins_over_the_effect_table(tmp_path):
+    """Notebook 09's cells print each effect table's rows as verdict lines too: where a cell holds one for a
+    comparison, the record reads it (and its cell), not the table; the pass@k verdict lines replace the table rows."""
+    import shutil
+
+    import pandas as pd
+
+    from rlalgos.workbook.exploration import verdict_lines
+    from rlalgos.workbook.measures import BASE_MODEL
+    from rlalgos.workbook.stats import verdict_line
+
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(CHECKOUT.notebooks / "09_exploration.ipynb", tmp_path / "notebooks")
+    row = {
+        "base_mean": 0.1,
+        "arm_mean": 0.3,
+        "diff": 0.2,
+        "ci_low": 0.05,
+        "ci_high": 0.35,
+        "seeds": 3,
+        "verdict": "shown",
+    }
+    table = pd.DataFrame([{"arm": "clip_higher", "metric": "eval_scratchpad_frac/hard", **row}]).set_index(
+        ["arm", "metric"]
+    )
+    passk = verdict_line({**row, "metric": "pass@1"}, "default task: grpo", BASE_MODEL)
+    path = tmp_path / "notebooks" / "09_exploration.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell, text in ((18, verdict_lines(table, "vanilla")), (28, passk)):
+        nb["cells"][cell]["outputs"].append({"output_type": "stream", "name": "stdout", "text": text + "\n"})
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+    rec = claims.extract_published(claims.get_claim("clip-higher-trap"), tmp_path)
+    head = rec["effects"][0]
+    assert (head["diff"], head["ci_low"], head["ci_high"], head["arm_mean"]) == (0.2, 0.05, 0.35, None)
+    assert head["source"] == "notebook 09 cell 18" and head["line"].startswith(
+        "eval_scratchpad_frac/hard  clip_higher - vanilla"
+    )
+    assert rec["effects"][1]["source"] == "notebook 09 cell 18, table 0"  # no line printed for it: the table
+    sharp = claims.extract_published(claims.get_claim("rl-sharpens"), tmp_path)["effects"]
+    assert (sharp[0]["diff"], sharp[0]["line"], sharp[0]["source"]) == (0.2, passk, "notebook 09 cell 28")
+    assert sharp[1]["line"].startswith("default task: dapo")  # its table row, until its verdict line is printed

@@ -10,6 +10,7 @@ from dataclasses import asdict
 import pandas as pd
 import pytest
 
+from rlalgos.workbook.configs import EmergenceConfig
 from rlalgos.workbook import emergence as em
 
 
@@ -51,14 +52,14 @@ def test_takeover_step_is_the_first_step_at_half():
 
 
 def test_a_rare_model_builds_bit_for_bit_and_its_profile_adds_up(tmp_path):
-    cfg = em.EmergenceConfig(kind="rare", share=0.6, out_dir=str(tmp_path / "a"), progress=False)
+    cfg = EmergenceConfig(kind="rare", share=0.6, out_dir=str(tmp_path / "a"), progress=False)
     a = em.make_model(cfg, profile_prompts=8, profile_samples=2)
     assert a["share"] < 0.7 and a["shifted_share"] <= 0.6 and a["choice_steps"] >= 1
     assert a["predicted_accuracy"] == pytest.approx(
         a["share"] * a["competence"] + (1 - a["share"]) * a["direct_accuracy"], abs=1e-4
     )
     b = em.make_model(
-        em.EmergenceConfig(**{**asdict(cfg), "out_dir": str(tmp_path / "b")}), profile_prompts=8, profile_samples=2
+        EmergenceConfig(**{**asdict(cfg), "out_dir": str(tmp_path / "b")}), profile_prompts=8, profile_samples=2
     )
     assert a["sha256"] == b["sha256"] == em.folder_sha256(tmp_path / "a")
     with pytest.raises(FileExistsError):  # never over a model without --overwrite
@@ -80,19 +81,26 @@ def test_the_command_line_refuses_bad_settings_in_one_line(tmp_path, capsys):
         assert not out.exists()
 
 
-def test_the_claims_train_exactly_the_notebooks_runs():
+def test_the_claims_train_exactly_the_notebooks_runs(monkeypatch):
+    """Every run an emergence claim trains is one that notebooks 12 and 13 (and benchmarks/emergence.py) train
+    through emergence's run builders: the same folder, the same settings, the same base model (no model is built)."""
+    from rlalgos.workbook import experiments as xp
     from rlalgos.workbook.claims import CLAIMS
 
-    mine = {c.id: c for c in CLAIMS if c.prepare}
+    monkeypatch.setattr(
+        em,
+        "model_dir",
+        lambda kind, share=None: None if kind == "default" else xp.model_cfg(kind, share, fast=False).folder(),
+    )
+    notebooks = em.curve_runs() + em.grid_runs() + em.limit_runs() + em.rung_runs("rare") + em.rung_runs("default")
+    by_folder = {cfg.out_dir: (cfg, algo_cfg) for cfg, algo_cfg in notebooks}
+    mine = [c for c in CLAIMS if c.prepare]
     assert mine, "the emergence claims are registered"
-    for claim in mine.values():
-        for arm, seed, cfg, algo_cfg in claim.train_configs(claim.seeds):
-            folder, model, algo, over = em.CLAIM_ARMS[arm]
-            model_dir = model and em.model_cfg(*model, fast=False).folder()
-            want_cfg, want_algo = em.run_cfg(
-                folder, model_dir, algo, seed, em.OUT, dict(em.RUNGS.get(algo, (algo, {}))[1]), **over
-            )
-            ignored = ("out_dir", "overwrite", "progress")  # where, not what: the settings that change no number
+    ignored = ("out_dir", "overwrite", "progress")  # where, not what: the settings that change no number
+    for claim in mine:
+        for arm, _, cfg, algo_cfg in claim.train_configs(claim.seeds):
+            assert cfg.out_dir in by_folder, (claim.id, arm, cfg.out_dir)
+            want_cfg, want_algo = by_folder[cfg.out_dir]
             got = {k: v for k, v in asdict(cfg).items() if k not in ignored}
             assert got == {k: v for k, v in asdict(want_cfg).items() if k not in ignored}, (claim.id, arm)
-            assert cfg.out_dir.endswith(want_cfg.out_dir) and asdict(algo_cfg) == asdict(want_algo)
+            assert asdict(algo_cfg) == asdict(want_algo) and type(algo_cfg) is type(want_algo), (claim.id, arm)

@@ -60,7 +60,7 @@ def test_every_knob_is_a_row_of_the_export_table():
 def test_every_number_equals_the_published_records():
     """Each tested effect in the table is the record's own (diff, interval, seeds, verdict), and every effect of a record
     that a row names is shown."""
-    records = claims.load_published()
+    records = claims.load_published(matters_sources.JSON_DIR)
     table = matters_page.matters_table().set_index("trick")
     for t in matters.TRICKS:
         cell = table.loc[t.name, matters_page.COLUMNS[3]]
@@ -92,7 +92,7 @@ def test_every_number_equals_the_published_records():
 
 def test_measured_numbers_come_from_their_sources(table):
     """Every measured frequency is read from its committed source, and is printed in the table with its citation."""
-    records = claims.load_published()
+    records = claims.load_published(matters_sources.JSON_DIR)
     fired = dict(zip(table["trick"], table[matters_page.COLUMNS[2]]))
     for t in matters.TRICKS:
         assert t.measured or t.unmeasured, t.name
@@ -115,7 +115,7 @@ def test_page_is_what_the_generator_writes_now():
 
 
 def test_the_page_and_the_glossary_are_in_the_book():
-    nav = (claims.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = (matters.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "what_matters.md" in nav and "glossary.md" in nav
 
 
@@ -123,13 +123,13 @@ def test_the_page_and_the_glossary_are_in_the_book():
 # The glossary
 # --------------------------------------------------------------------------- #
 
-GLOSSARY = claims.ROOT / "docs" / "glossary.md"
+GLOSSARY = matters.ROOT / "docs" / "glossary.md"
 
 
 def _metric_names() -> set[str]:
     """Every name docs/metrics.md lists (its first column, in backticks)."""
     names = set()
-    for row in (claims.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
+    for row in (matters.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
         if row.startswith("| `"):
             names |= set(re.findall(r"`([^`]+)`", row.split(" | ")[0]))
     return names
@@ -198,4 +198,4 @@ def test_glossary_has_every_term():
 def test_glossary_notebooks_exist():
     text = GLOSSARY.read_text(encoding="utf-8")
     for nb in set(re.findall(r"\.\./notebooks/(\d\d[a-z]?_[a-z_]+\.ipynb)", text)):
-        assert (claims.NOTEBOOKS / nb).exists(), nb
+        assert ((matters_sources.ROOT / "notebooks") / nb).exists(), nb

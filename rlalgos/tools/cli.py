@@ -12,6 +12,7 @@ import difflib
 import os
 import sys
 import typing
+from pathlib import Path
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Annotated, Literal, Union
 
@@ -300,11 +301,12 @@ def cmd_claims(args: ClaimsArgs) -> None:
     from ..workbook import claims
 
     a = args.action
+    checkout = claims.Layout(Path.cwd())  # rlalgos claims runs in the repository checkout, as its defaults say
     if isinstance(a, ClaimsList):
         import pandas as pd
 
         with pd.option_context("display.max_colwidth", 90, "display.width", 200):
-            print(claims.list_claims().to_string())
+            print(claims.list_claims(checkout.json_dir).to_string())
     elif isinstance(a, ClaimsReport):
         for path in claims.report(a.out, a.json_dir, a.readme or None):
             print(f"wrote {path}")
@@ -329,6 +331,7 @@ def cmd_claims(args: ClaimsArgs) -> None:
                 runs_dir=a.runs_dir or None,
                 overwrite=a.overwrite,
                 publish=a.publish,
+                root=checkout.root,
                 **over,
             )
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 import time
 from dataclasses import asdict
@@ -56,7 +55,20 @@ from ..engine.sampler import SamplingConfig
 from ..model import load_policy
 from ..rollout import rollout
 from ..tasks import RewardSet, addition_task, correctness_reward
-from .sft import encode_batch
+from .experiments import (
+    CURVE_SHARE,
+    EMERGENCE_OUT,
+    EMERGENCE_SEEDS,
+    G_SHARES,
+    GROUP_SIZES,
+    LIMITS,
+    RUNGS,
+    SHARES,
+    emergence_run,
+    grid_name,
+    model_cfg,
+)
+from .sft import encode_batch, optimizer_step, whole_loss
 from .stats import steps_to
 
 
@@ -105,13 +117,6 @@ def continuation_loss(model, tokenizer, prompts: Sequence[str], targets: Sequenc
     return -(logp * after).sum() / after.sum()
 
 
-def whole_loss(model, tokenizer, prompts: Sequence[str], targets: Sequence[str]) -> torch.Tensor:
-    """Mean NLL of the whole targets (SFT)."""
-    p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), list(targets), model.device)
-    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]
-    return -(logp * t_mask).sum() / t_mask.sum()
-
-
 @torch.no_grad()
 def scratchpad_share(model, tokenizer, prompts: Sequence[str]) -> float:
     """The probability that a sampled answer starts a scratchpad (its first token is not ``#``), averaged over prompts."""
@@ -121,13 +126,6 @@ def scratchpad_share(model, tokenizer, prompts: Sequence[str]) -> float:
 # --------------------------------------------------------------------------- #
 # Building the models
 # --------------------------------------------------------------------------- #
-
-
-def _step(model, opt, loss) -> None:
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
 
 
 def _shift_choice(model, tokenizer, train, probe, target_share, cfg, rng, continuation) -> tuple[int, float]:
@@ -152,7 +150,7 @@ def _shift_choice(model, tokenizer, train, probe, target_share, cfg, rng, contin
             -torch.expm1(first_token_logprob(model, tokenizer, prompts, "#"))
         )  # (64,) log P(first token is not #)
         loss = log_share.mean() + continuation_loss(model, tokenizer, prompts, [continuation(r) for r in rows])
-        _step(model, opt, loss)
+        optimizer_step(model, opt, loss)
         steps += 1
         share = scratchpad_share(model, tokenizer, probe)
         bar.update()
@@ -188,7 +186,7 @@ def build(cfg: EmergenceConfig):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
         for _ in tqdm(range(cfg.prime_steps), desc="priming", disable=not cfg.progress):
             b = [rng.choice(traces) for _ in range(32)]
-            _step(model, opt, whole_loss(model, tokenizer, [p for p, _ in b], [t for _, t in b]))
+            optimizer_step(model, opt, whole_loss(model, tokenizer, [p for p, _ in b], [t for _, t in b]))
         log["prime_steps"], log["prime_wrong_frac"] = cfg.prime_steps, 0.5 if cfg.kind == "primed_wrong" else 0.0
         model.eval()
         return model, tokenizer, log
@@ -199,7 +197,7 @@ def build(cfg: EmergenceConfig):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
         for _ in tqdm(range(cfg.corrupt_steps), desc="wrong sums", disable=not cfg.progress):
             rows = [rng.choice(task.train) for _ in range(64)]
-            _step(
+            optimizer_step(
                 model,
                 opt,
                 continuation_loss(model, tokenizer, [r["prompt"] for r in rows], [wrong_trace(r, rng) for r in rows]),
@@ -376,82 +374,8 @@ def takeover_step(df, key: str = "scratchpad_frac", half: float = 0.5) -> float:
 
 
 # --------------------------------------------------------------------------- #
-# The experiments (notebook 12 and benchmarks/emergence.py), fixed before any run
+# The runs (notebook 12 and benchmarks/emergence.py): rlalgos.workbook.experiments defines them
 # --------------------------------------------------------------------------- #
-
-OUT = Path("runs/emergence")
-SEEDS = (0, 1, 2)
-CURVE_SHARE = 0.03  # the R1-Zero curve starts from this share
-SHARES = (0.3, 0.1, 0.03, 0.01, 0.003)  # how rare can it be: at G = 8
-GROUP_SIZES = (4, 8, 16)  # and at G = 4 and 16, from 0.01
-G_SHARES = (0.01,)
-LIMIT_SHARE = 0.1  # the incompetent and primed models start at this share
-LIMITS = ("rare", "incompetent", "primed", "primed_wrong", "absent")
-# vanilla GRPO as notebook 09 runs it (8 optimizer steps per rollout, no KL), 40 steps; every
-# evaluation on the same 100 test prompts x 4 samples; the doctor's stop off (a takeover lowers
-# the entropy fast, which is the point here, not a collapse)
-REGIME = dict(
-    prompts_per_step=16,
-    group_size=8,
-    steps=40,
-    eval_every=5,
-    eval_prompts=100,
-    eval_samples=4,
-    save_every=0,
-    progress=False,
-    overwrite=True,
-    stop_on_collapse=False,
-)
-SHARED_ALGO = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
-# the rungs at equal prompts, answers and steps: DAPO without dynamic sampling, so it draws no extra answers
-RUNGS = {
-    "ei": ("ei", {}),
-    "reinforce": ("reinforce", {}),
-    "grpo": ("grpo", {}),
-    "dapo": ("dapo", {"dynamic_sampling": "off"}),
-}
-
-
-def fast_mode() -> bool:
-    """The notebooks' fast mode (``RLALGOS_FAST=1``, their CI smoke test)."""
-    return os.environ.get("RLALGOS_FAST") == "1"
-
-
-def model_cfg(kind: str, share: float | None = None, fast: bool | None = None) -> EmergenceConfig:
-    """The base model of one experiment. In fast mode (``fast=None``: :func:`fast_mode`) a stand-in
-    that takes seconds to make: every target share 0.6 at lr 1e-3, two steps of wrong sums and of priming,
-    in ``runs/emergence_fast/models``; its numbers mean nothing."""
-    if share is None:
-        share = CURVE_SHARE if kind == "rare" else LIMIT_SHARE
-    if fast if fast is not None else fast_mode():
-        name = EmergenceConfig(kind=kind, share=share).folder().name
-        return EmergenceConfig(
-            kind=kind,
-            share=0.6,
-            absent_share=0.6,
-            lr=1e-3,  # a step or two to the target
-            corrupt_steps=2,
-            prime_steps=2,
-            progress=False,
-            out_dir=f"runs/emergence_fast/models/{name}",
-        )
-    return EmergenceConfig(kind=kind, share=share, progress=False)
-
-
-def run_cfg(
-    name: str, model_dir, algo: str = "grpo", seed: int = 0, out: Path = OUT, algo_over: dict | None = None, **over
-):
-    """(TrainConfig, algorithm config) of one run: the regime with ``over`` changed, ``algo`` with the shared settings."""
-    from ..config import TrainConfig, make_config
-
-    cfg = TrainConfig(
-        algo=algo,
-        seed=seed,
-        model=str(model_dir) if model_dir else "",
-        out_dir=str(Path(out) / f"{name}_s{seed}"),
-        **{**REGIME, **over},
-    )
-    return cfg, make_config(algo, **{**SHARED_ALGO, **(algo_over or {})})
 
 
 def model_dir(kind: str, share: float | None = None):
@@ -461,34 +385,34 @@ def model_dir(kind: str, share: float | None = None):
     return ensure_model(model_cfg(kind, share))[0]
 
 
-def grid_name(share: float, G: int) -> str:
-    return f"grpo_rare{share:g}_g{G}"
-
-
-def curve_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+def curve_runs(seeds=EMERGENCE_SEEDS, out: Path = EMERGENCE_OUT, **over) -> list:
     """The R1-Zero curve: vanilla GRPO from the rare model (share 0.03), evaluated every 2 steps."""
     return [
-        run_cfg(grid_name(CURVE_SHARE, 8), model_dir("rare", CURVE_SHARE), "grpo", s, out, **{"eval_every": 2, **over})
+        emergence_run(
+            grid_name(CURVE_SHARE, 8), model_dir("rare", CURVE_SHARE), "grpo", s, out, **{"eval_every": 2, **over}
+        )
         for s in seeds
     ]
 
 
-def grid_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+def grid_runs(seeds=EMERGENCE_SEEDS, out: Path = EMERGENCE_OUT, **over) -> list:
     """How rare can it be: every share at G = 8 and G = 4, 16 at the share in G_SHARES (the curve's runs are the 0.03, G = 8 point)."""
     points = [(p, 8) for p in SHARES if p != CURVE_SHARE] + [(p, G) for p in G_SHARES for G in GROUP_SIZES if G != 8]
     return [
-        run_cfg(grid_name(p, G), model_dir("rare", p), "grpo", s, out, group_size=G, **over)
+        emergence_run(grid_name(p, G), model_dir("rare", p), "grpo", s, out, group_size=G, **over)
         for p, G in points
         for s in seeds
     ]
 
 
-def limit_runs(seeds=SEEDS, out: Path = OUT, **over) -> list:
+def limit_runs(seeds=EMERGENCE_SEEDS, out: Path = EMERGENCE_OUT, **over) -> list:
     """What RL cannot do: GRPO from the incompetent, absent and primed models (the rare one at the same share is the grid's)."""
-    return [run_cfg(f"grpo_{k}", model_dir(k), "grpo", s, out, **over) for k in LIMITS if k != "rare" for s in seeds]
+    return [
+        emergence_run(f"grpo_{k}", model_dir(k), "grpo", s, out, **over) for k in LIMITS if k != "rare" for s in seeds
+    ]
 
 
-def rung_runs(base: str, seeds=SEEDS, out: Path = OUT, rungs=tuple(RUNGS), **over) -> list:
+def rung_runs(base: str, seeds=EMERGENCE_SEEDS, out: Path = EMERGENCE_OUT, rungs=tuple(RUNGS), **over) -> list:
     """Expert iteration, REINFORCE, GRPO and DAPO at equal budgets from ``base`` ('rare': share 0.03, or 'default')."""
     md = model_dir("rare", CURVE_SHARE) if base == "rare" else None
     runs = []
@@ -497,100 +421,8 @@ def rung_runs(base: str, seeds=SEEDS, out: Path = OUT, rungs=tuple(RUNGS), **ove
         if r == "grpo" and base == "rare":
             runs += curve_runs(seeds, out, **over)  # the same runs
         else:
-            runs += [run_cfg(f"{r}_{base}", md, algo, s, out, algo_over, **over) for s in seeds]
+            runs += [emergence_run(f"{r}_{base}", md, algo, s, out, algo_over, **over) for s in seeds]
     return runs
-
-
-# --------------------------------------------------------------------------- #
-# The non-RL reference: SFT on a teacher's right scratchpad answers
-# --------------------------------------------------------------------------- #
-
-
-def distill(
-    student_dir,
-    kept_per_step: Sequence[int],
-    out_csv: Path,
-    seed: int = 0,
-    teacher_dir=None,
-    lr: float = SHARED_ALGO["lr"],
-    minibatches: int = SHARED_ALGO["minibatches"],
-    eval_every: int = REGIME["eval_every"],
-    eval_prompts: int = REGIME["eval_prompts"],
-    eval_samples: int = REGIME["eval_samples"],
-):
-    """Supervised fine-tuning of ``student_dir`` on the teacher's (the shipped model's) right
-    scratchpad answers, as many per step as ``kept_per_step`` says (an expert-iteration
-    run's kept answers, so both train on the same number of answers per step), each
-    step's answers in ``minibatches`` AdamW steps as the RL runs. Evaluates like a run
-    (same prompts, same evaluation seed) and returns one row per step (also written to ``out_csv``)."""
-    from ..train import evaluate
-    from ..tasks import uses_scratchpad
-
-    out_csv = Path(out_csv)
-    if out_csv.exists():
-        return pd.read_csv(out_csv)
-    task = addition_task()
-    teacher, tok = load_policy(teacher_dir, device="cpu")
-    student, _ = load_policy(str(student_dir) if student_dir else None, device="cpu")
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-    opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.0)
-    eval_rows = task.test[:eval_prompts]
-
-    def ev(step):
-        student.eval()
-        e = evaluate(student, tok, task, eval_rows, eval_samples, seed=seed + 10_000)
-        student.train()
-        return {
-            k: e[k]
-            for k in (
-                "eval_accuracy",
-                "eval_greedy_accuracy",
-                "eval_entropy",
-                "eval_completion_len",
-                "eval_scratchpad_frac",
-            )
-        }
-
-    rows = [{"step": 0, "trained_answers": 0, "trained_tokens": 0, **ev(0)}]
-    student.train()
-    answers = tokens = 0
-    for step, n in enumerate(kept_per_step, start=1):
-        pool: list[tuple[str, str]] = []
-        while len(pool) < n:  # the teacher's right scratchpad answers on fresh training prompts
-            batch_rows = [rng.choice(task.train) for _ in range(REGIME["prompts_per_step"])]
-            with torch.no_grad():
-                ro = rollout(
-                    teacher,
-                    tok,
-                    batch_rows,
-                    REGIME["group_size"],
-                    task.rewards,
-                    SamplingConfig(max_new_tokens=task.max_new_tokens),
-                    old_logprobs=False,
-                )
-            pool += [
-                (p, c)
-                for p, c, ok, sp in zip(
-                    ro.prompts, ro.completions, ro.correct.tolist(), uses_scratchpad(ro.completions)
-                )
-                if ok and sp
-            ]
-        pool = pool[:n]
-        for mb in range(minibatches):
-            part = pool[mb::minibatches]
-            if part:
-                _step(student, opt, whole_loss(student, tok, [p for p, _ in part], [c for _, c in part]))
-        answers += n
-        tokens += sum(len(c) + 1 for _, c in pool)  # characters are tokens, plus EOS
-        row = {"step": step, "trained_answers": answers, "trained_tokens": tokens}
-        if step % eval_every == 0 or step == len(kept_per_step):
-            row.update(ev(step))
-        rows.append(row)
-    df = pd.DataFrame(rows)
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out_csv, index=False)
-    return df
 
 
 # --------------------------------------------------------------------------- #
@@ -636,51 +468,6 @@ def pass_curve(model, cache: Path, rows: Sequence[dict], n: int, ks: Sequence[in
     task = addition_task()
     samples = ex.model_samples(str(model) if model else None, cache, task, rows, n=n, seed=seed)
     return ex.pass_at_k_curve(ex.per_prompt(samples, ks), ks)
-
-
-# --------------------------------------------------------------------------- #
-# The claims' arms (rlalgos.workbook.claims): the same runs as the notebooks'
-# --------------------------------------------------------------------------- #
-
-CLAIM_ARMS = {  # label -> (run folder, base model (kind, share), algorithm, TrainConfig settings of that arm)
-    "rare0.1": (grid_name(0.1, 8), ("rare", 0.1), "grpo", {}),
-    "rare0.01": (grid_name(0.01, 8), ("rare", 0.01), "grpo", {}),
-    "incompetent": ("grpo_incompetent", ("incompetent", LIMIT_SHARE), "grpo", {}),
-    "absent": ("grpo_absent", ("absent", LIMIT_SHARE), "grpo", {}),
-    "primed": ("grpo_primed", ("primed", LIMIT_SHARE), "grpo", {}),
-    "primed_wrong": ("grpo_primed_wrong", ("primed_wrong", LIMIT_SHARE), "grpo", {}),
-    "grpo": (grid_name(CURVE_SHARE, 8), ("rare", CURVE_SHARE), "grpo", {"eval_every": 2}),
-    "ei": ("ei_rare", ("rare", CURVE_SHARE), "ei", {}),
-    "grpo_default": ("grpo_default", None, "grpo", {}),
-    "ei_default": ("ei_default", None, "ei", {}),
-}
-
-
-def claim_fields(*labels: str) -> dict:
-    """The :class:`rlalgos.workbook.claims.Claim` fields of a comparison between ``labels``:
-    arms, per-arm settings (each its base model), folders, the shared regime and the models to build first."""
-    from ..config import make_config
-
-    shared = {k: v for k, v in REGIME.items() if k not in ("progress", "overwrite")}
-    arms, train, folders, prepare = {}, {}, {}, []
-    for label in labels:
-        folder, model, algo, over = CLAIM_ARMS[label]
-        arms[label] = (algo, {**SHARED_ALGO, **dict(RUNGS.get(algo, (algo, {}))[1])})
-        assert make_config(algo, **arms[label][1])  # a spec the registry can build
-        train[label] = {"model": str(model_cfg(*model, fast=False).folder()) if model else "", **over}
-        folders[label] = folder
-        if model:
-            prepare.append(model)
-    return dict(
-        notebook="12_where_reasoning_comes_from.ipynb",
-        task="addition",
-        run_dir=str(OUT / "{arm}_s{seed}"),
-        shared=shared,
-        arms=arms,
-        train=train,
-        folders=folders,
-        prepare=tuple(prepare),
-    )
 
 
 def prepare_models(models: Sequence[tuple[str, float | None]]) -> None:

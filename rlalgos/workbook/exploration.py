@@ -10,7 +10,8 @@ are no longer solved at all. pass@k uses the unbiased estimator of Chen et al.
 prompts (the prompts are the independent units; the n samples of one prompt are
 not).
 
-The exploration sweep's regime and arms (``benchmarks/exploration.py`` runs them,
+The exploration sweep's regime and arms are :mod:`rlalgos.workbook.experiments`'
+``TRAP_SHARED``, ``TRAP_GRPO`` and ``TRAP_ARMS`` (``benchmarks/exploration.py`` runs them,
 notebook 09 reads them). The regime (fixed before any arm was run; vanilla-only pilots on seeds 100 and 101,
 never used for a claim, chose the learning rate: at 3e-5 nothing moved in 40 steps,
 at 5e-5 the easy answers eroded without the scratchpad growing, at 1e-4 the
@@ -47,58 +48,14 @@ import torch
 from .. import core
 from ..engine.sampler import SamplingConfig
 from ..rollout import rollout
-from ..config import TRAP_MODEL_DIR, TrainConfig, make_config
+from ..config import TrainConfig
 from ..tasks import Task, extract_hash_answer, uses_scratchpad
 
 KS = (1, 4, 16, 64, 256)
 
-OUT = Path("runs/exploration")  # where the sweep writes its run folders
-SHARED = dict(
-    task="trap",
-    model=str(TRAP_MODEL_DIR),
-    prompts_per_step=16,
-    group_size=8,
-    steps=30,
-    eval_every=10,
-    eval_prompts=200,
-    eval_samples=4,
-    entropy_probe=True,
-    progress=False,
-    save_every=0,
-    overwrite=True,
-)
-VANILLA = dict(lr=1e-4, minibatches=8, kl_coef=0.0)
-# the DAPO class with every switch off except the one under test
-DAPO_OFF = dict(clip_high=0.2, loss_agg="seq-mean-token-mean", dynamic_sampling="off", overlong_penalty=False)
 BASE_EVAL_ENTROPY = (
     0.396  # nats/token: the trap model's eval entropy on the test prompts (step 0 of every run; notebook 09 prints it)
 )
-ARMS = {
-    "vanilla": ("grpo", {}),
-    "clip_higher": ("grpo", {"clip_high": 0.28}),
-    "clip_cov": ("grpo", {"loss_mode": "clip_cov"}),
-    "kl_cov": ("grpo", {"loss_mode": "kl_cov"}),
-    "entropy_bonus": ("dapo", {**DAPO_OFF, "entropy_threshold": 1e9, "entropy_action": "bonus", "entropy_coef": 0.01}),
-    "temperature": ("dapo", {**DAPO_OFF, "entropy_threshold": 0.3, "entropy_action": "temperature"}),
-    "kl": ("grpo", {"kl_coef": 0.04}),
-    "dapo": (
-        "dapo",
-        {},
-    ),  # added after the first sweep was read: improved GRPO with all its defaults (clip-higher, token-mean, dynamic sampling, overlong shaping), for the pass@k curves
-}
-# added after dapo was read, both fixed before either ran: which of DAPO's switches carries its gain
-ABLATION_ARMS = {
-    "dynamic_only": ("dapo", {**DAPO_OFF, "dynamic_sampling": "resample"}),
-    "dapo_no_dynamic": ("dapo", {"dynamic_sampling": "off"}),
-}
-
-
-def arm_config(arm: str, seed: int, out: Path = OUT, lr: float = VANILLA["lr"], **overrides):
-    """(TrainConfig, algorithm config) of one arm at one seed."""
-    algo, changes = {**ARMS, **ABLATION_ARMS}[arm]
-    shared = {**SHARED, **overrides}
-    cfg = TrainConfig(algo=algo, seed=seed, out_dir=str(out / f"{arm}_s{seed}"), **shared)
-    return cfg, make_config(algo, **{**VANILLA, "lr": lr, **changes})
 
 
 @torch.no_grad()
@@ -287,3 +244,11 @@ def model_samples(model_dir, cache: Path, task: Task, rows: Sequence[dict], n: i
         return sample_many(policy, tokenizer, task, rows, n=n, seed=seed)
 
     return cached_samples(cache, make)
+
+
+def verdict_lines(table: pd.DataFrame, base: str) -> str:
+    """Every row of an :func:`rlalgos.workbook.stats.effect_table` against ``base`` as the course's verdict
+    line (:func:`rlalgos.workbook.stats.verdict_line`), one per line: what the claims registry reads back."""
+    from .stats import verdict_line
+
+    return "\n".join(verdict_line({**row, "metric": metric}, arm, base) for (arm, metric), row in table.iterrows())

@@ -13,7 +13,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from .claims import JSON_DIR, ROOT, load_published
+from .claims import load_published
+from .matters_sources import JSON_DIR, ROOT
 from .matters import REGIMES, TRICKS, Tested, Trick
 from .stats import verdict_line
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .claims import ROOT, cell_outputs
+from .claims import Layout, cell_outputs
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout whose docs/ and notebooks/ the page reads
+JSON_DIR = Layout(ROOT).json_dir
 
 
 @dataclass(frozen=True)

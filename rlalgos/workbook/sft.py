@@ -21,7 +21,9 @@ import random
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Sequence
 
+import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
@@ -30,8 +32,11 @@ from ..engine.forward import forward_logprobs
 from ..engine.precision import resolve_device
 from ..model import char_tokenizer, count_parameters, load_policy, tiny_model
 from ..engine.runs import check_model_dir
-from ..tasks import addition_task, make_addition_data, make_addition_problem
+from ..engine.sampler import SamplingConfig
+from ..rollout import rollout
+from ..tasks import addition_task, make_addition_data, make_addition_problem, uses_scratchpad
 from ..train import evaluate
+from .experiments import EMERGENCE_REGIME, TRAP_GRPO
 
 
 def encode_batch(tokenizer, prompts: list[str], targets: list[str], device):
@@ -48,6 +53,21 @@ def encode_batch(tokenizer, prompts: list[str], targets: list[str], device):
         ids[i, : len(t)] = torch.tensor(t)
         mask[i, : len(t)] = 1.0
     return enc["input_ids"].to(device), enc["attention_mask"].to(device), ids.to(device), mask.to(device)
+
+
+def whole_loss(model, tokenizer, prompts: list[str], targets: list[str]) -> torch.Tensor:
+    """Mean NLL of the targets' tokens (their EOS included) after their prompts: the SFT loss, a scalar."""
+    p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, list(prompts), list(targets), model.device)
+    logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (B, T)
+    return -(logp * t_mask).sum() / t_mask.sum()  # loss on completion tokens only
+
+
+def optimizer_step(model, opt, loss: torch.Tensor, max_norm: float = 1.0) -> None:
+    """One supervised update: gradients of ``loss``, clipped to global norm ``max_norm``, one ``opt`` step."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    opt.step()
 
 
 def sft(cfg: SFTConfig | None = None) -> dict:
@@ -80,13 +100,8 @@ def sft(cfg: SFTConfig | None = None) -> dict:
     for step in bar:
         batch = [rng.choice(task.train) for _ in range(cfg.batch_size)]
         targets = [r["direct"] if rng.random() < cfg.direct_frac else r["target"] for r in batch]
-        p_ids, p_mask, t_ids, t_mask = encode_batch(tokenizer, [r["prompt"] for r in batch], targets, device)
-        logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (B, T)
-        loss = -(logp * t_mask).sum() / t_mask.sum()  # loss on completion tokens only
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss = whole_loss(model, tokenizer, [r["prompt"] for r in batch], targets)
+        optimizer_step(model, opt, loss)
         sched.step()
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
@@ -159,10 +174,7 @@ def trap_finetune(cfg: TrapConfig | None = None) -> dict:
         t_mask[only_first, 1:] = 0
         logp = forward_logprobs(model, p_ids, p_mask, t_ids, t_mask)["logprobs"]  # (64, T)
         loss = sum(-(logp[h] * t_mask[h]).sum() / t_mask[h].sum() for h in (slice(0, 32), slice(32, 64)))  # easy + hard
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(model, opt, loss)
     out = Path(cfg.out_dir)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -173,3 +185,92 @@ def trap_finetune(cfg: TrapConfig | None = None) -> dict:
     }
     (out / "trap_report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+# --------------------------------------------------------------------------- #
+# The non-RL reference of notebook 13: SFT on a teacher's right scratchpad answers
+# --------------------------------------------------------------------------- #
+
+
+def distill(
+    student_dir,
+    kept_per_step: Sequence[int],
+    out_csv: Path,
+    seed: int = 0,
+    teacher_dir=None,
+    lr: float = TRAP_GRPO["lr"],
+    minibatches: int = TRAP_GRPO["minibatches"],
+    eval_every: int = EMERGENCE_REGIME["eval_every"],
+    eval_prompts: int = EMERGENCE_REGIME["eval_prompts"],
+    eval_samples: int = EMERGENCE_REGIME["eval_samples"],
+):
+    """Supervised fine-tuning of ``student_dir`` on the teacher's (the shipped model's) right
+    scratchpad answers, as many per step as ``kept_per_step`` says (an expert-iteration
+    run's kept answers, so both train on the same number of answers per step), each
+    step's answers in ``minibatches`` AdamW steps as the RL runs. Evaluates like a run
+    (same prompts, same evaluation seed) and returns one row per step (also written to ``out_csv``)."""
+    out_csv = Path(out_csv)
+    if out_csv.exists():
+        return pd.read_csv(out_csv)
+    task = addition_task()
+    teacher, tok = load_policy(teacher_dir, device="cpu")
+    student, _ = load_policy(str(student_dir) if student_dir else None, device="cpu")
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.0)
+    eval_rows = task.test[:eval_prompts]
+
+    def ev(step):
+        student.eval()
+        e = evaluate(student, tok, task, eval_rows, eval_samples, seed=seed + 10_000)
+        student.train()
+        return {
+            k: e[k]
+            for k in (
+                "eval_accuracy",
+                "eval_greedy_accuracy",
+                "eval_entropy",
+                "eval_completion_len",
+                "eval_scratchpad_frac",
+            )
+        }
+
+    rows = [{"step": 0, "trained_answers": 0, "trained_tokens": 0, **ev(0)}]
+    student.train()
+    answers = tokens = 0
+    for step, n in enumerate(kept_per_step, start=1):
+        pool: list[tuple[str, str]] = []
+        while len(pool) < n:  # the teacher's right scratchpad answers on fresh training prompts
+            batch_rows = [rng.choice(task.train) for _ in range(EMERGENCE_REGIME["prompts_per_step"])]
+            with torch.no_grad():
+                ro = rollout(
+                    teacher,
+                    tok,
+                    batch_rows,
+                    EMERGENCE_REGIME["group_size"],
+                    task.rewards,
+                    SamplingConfig(max_new_tokens=task.max_new_tokens),
+                    old_logprobs=False,
+                )
+            pool += [
+                (p, c)
+                for p, c, ok, sp in zip(
+                    ro.prompts, ro.completions, ro.correct.tolist(), uses_scratchpad(ro.completions)
+                )
+                if ok and sp
+            ]
+        pool = pool[:n]
+        for mb in range(minibatches):
+            part = pool[mb::minibatches]
+            if part:
+                optimizer_step(student, opt, whole_loss(student, tok, [p for p, _ in part], [c for _, c in part]))
+        answers += n
+        tokens += sum(len(c) + 1 for _, c in pool)  # characters are tokens, plus EOS
+        row = {"step": step, "trained_answers": answers, "trained_tokens": tokens}
+        if step % eval_every == 0 or step == len(kept_per_step):
+            row.update(ev(step))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_csv, index=False)
+    return df
