@@ -274,7 +274,7 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
 @pytest.mark.parametrize(
     "notebook, cells",
     [
-        ("04_improved_grpo.ipynb", [1, 2, 16, 48]),
+        ("04b_dapo_where_it_helps.ipynb", [1, 2, 23, 24]),
         ("08_after_dapo.ipynb", [1, 2, 12]),
         ("07_reward_model.ipynb", [1, 2, 10]),
         ("10_engines.ipynb", [1, 2, 9, 21]),

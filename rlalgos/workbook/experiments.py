@@ -94,7 +94,7 @@ def vanilla_with(**switch) -> dict:
 # --------------------------------------------------------------------------- #
 
 NB04 = dict(
-    notebook="04_improved_grpo.ipynb",
+    notebook="04b_dapo_where_it_helps.ipynb",
     task="addition:terms=2-6",
     run_dir="runs/nb04/{arm}/seed{seed}",
     base="grpo",
@@ -142,15 +142,18 @@ NB07 = dict(
         "rmonly": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}),
         "rm_KL": ("grpo", {"kl_coef": 0.2, "lr": 3e-4}),
         "rm_rule": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}),
+        "rule_only": ("grpo", {"kl_coef": 0.0, "lr": 3e-4}),
     },
     train={
         "rmonly": {"rule_weight": 0.0},
         "rm_KL": {"rule_weight": 0.0},
         "rm_rule": {"rule_weight": 1.0, "rm_weight": 0.5},
+        "rule_only": {"rule_weight": 1.0, "rm_weight": 0.0},  # the control; the reward model still scores, at weight 0
     },  # which reward each trains on
-    names={"rmonly": "rm only", "rm_KL": "rm + KL", "rm_rule": "rm + rule"},
+    names={"rmonly": "rm only", "rm_KL": "rm + KL", "rm_rule": "rm + rule", "rule_only": "rule only"},
 )
-"""Notebook 07's three runs on the learned reward model (its arms, the reward each trains on, the notebook's labels)."""
+"""Notebook 07's runs: three on the learned reward model and the rule alone at the same learning rate (its arms, the
+reward each trains on, the notebook's labels)."""
 NB08 = dict(
     notebook="08_after_dapo.ipynb",
     task="addition:terms=2-6",

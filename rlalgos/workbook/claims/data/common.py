@@ -26,7 +26,7 @@ CUI = "Cui et al. 2025, arXiv:2505.22617"
 PPO_PAPER = "PPO (Schulman et al. 2017, arXiv:1707.06347)"
 MISMATCH = "the rollout-trainer mismatch (Yao et al. 2025, fengyao.notion.site/off-policy-rl; Liu et al. 2025, richardli.xyz/rl-collapse)"
 MECH = dict(
-    notebook="04_improved_grpo.ipynb", figure="notebooks/04_improved_grpo.ipynb#cell-34"
+    notebook="04b_dapo_where_it_helps.ipynb", figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-9"
 )  # measured on the base model's rollouts (rlalgos.workbook.measures)
 SPEED = "docs/speed.md"
 
@@ -36,7 +36,7 @@ def nb04(*arms: str, cell: int) -> dict:
     return {
         **NB04,
         "arms": {a: NB04_ARMS[a] for a in ("grpo", *arms)},
-        "figure": f"notebooks/04_improved_grpo.ipynb#cell-{cell}",
+        "figure": f"notebooks/04b_dapo_where_it_helps.ipynb#cell-{cell}",
     }
 
 

@@ -13,7 +13,7 @@ CLAIMS = (
         GRPO_PAPER,
         "end-to-end",
         "reproduced for drift (the coefficient sets how far the policy moves: KL, entropy, length); not at this scale for accuracy",
-        **nb04("kl_off", "kl_0.4", cell=58),
+        **nb04("kl_off", "kl_0.4", cell=34),
         expects=(
             Expect("kl_off", "kl", +1),
             Expect("kl_0.4", "kl", -1),
@@ -31,7 +31,7 @@ CLAIMS = (
         "(published by `rlalgos claims run kl-penalty-high-lr --publish`, 2026-12-02)",
         task="addition",
         base="beta0.04",
-        figure="notebooks/04_improved_grpo.ipynb#cell-58",
+        figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-34",
         shared=dict(steps=40, prompts_per_step=16, group_size=8),
         run_dir="runs/kl_high_lr/{arm}/seed{seed}",
         arms={
@@ -50,17 +50,18 @@ CLAIMS = (
         "k3 estimates KL(π‖π_ref) without bias, but as a loss its gradient is the forward KL's; k1's is 0 on average; k2's (and k3+, k3 x ratio) the reverse KL's",
         "Tang & Munos 2025, arXiv:2506.09477",
         "exact",
-        "exact for the maths; on the tiny model k3's lean toward the forward KL shows only weakly (per rollout, cosine 0.638 with the forward KL's gradient, 0.615 with the reverse's); the clamped k3's value measured 12% low at -1.3 "
-        "standard errors (within noise; an earlier run of notebook 03, on a policy trained by older code, measured 20% low at -3.1)",
-        notebook="03_grpo.ipynb",
-        figure="notebooks/03_grpo.ipynb#cell-31",
+        "exact for the maths; on the tiny model (one trained policy, 8 rollouts) k3's gradient leans toward neither KL (per rollout, cosine 0.724 with the "
+        "forward KL's gradient, 0.717 with the reverse's); the clamped k3's value measured 17% low at -2.2 standard errors (a policy trained at two threads "
+        "measured 12% low at -1.3, within noise)",
+        notebook="03b_kl_estimators.ipynb",
+        figure="notebooks/03b_kl_estimators.ipynb#cell-8",
         test="tests/test_kl_estimators.py::test_expected_gradients_follow_the_maths",
         quotes=(
             Quote(
-                "k3: bias -0.00200 (-1.3 standard errors, -12% of the exact KL); sd per token 3.6x, per answer 9.9x the exact KL's own"
+                "k3: bias -0.00296 (-2.2 standard errors, -17% of the exact KL); sd per token 3.0x, per answer 7.7x the exact KL's own"
             ),
-            Quote("k3 no clamp: bias +0.00007 (+0.0 standard errors, +0% of the exact KL)"),
-            Quote("over 60 steps kl - kl_exact has mean -0.00093 and sd 0.00228 (kl_exact's own mean 0.01479)"),
+            Quote("k3 no clamp: bias +0.00039 (+0.2 standard errors, +2% of the exact KL)"),
+            Quote("over 60 steps kl - kl_exact has mean -0.00082 and sd 0.00264 (kl_exact's own mean 0.01479)"),
         ),
     ),
     Claim(
@@ -89,7 +90,7 @@ CLAIMS = (
         DAPO,
         "end-to-end",
         "not at this scale",
-        **nb04("dapo", cell=60),
+        **nb04("dapo", cell=36),
         expects=(Expect("dapo", "eval_accuracy", +1), Expect("dapo", "eval_entropy", -1, headline=False)),
     ),
     Claim(
