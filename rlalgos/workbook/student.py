@@ -19,8 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-"""The repository's notebooks (a checkout or an editable install; a wheel ships none)."""
+NOTEBOOKS_DIR = Path("notebooks")
+"""The notebooks of the checkout the command runs in (a wheel ships none): pass another folder to read elsewhere."""
 
 NOTEBOOKS = "[0-9][0-9]*_*.ipynb"
 
