@@ -262,3 +262,7 @@ def regime_text(claim: Claim) -> str:
         ["reward model data/reward_model"] if "reward_model" in claim.shared else []
     )
     return ", ".join(bits)
+
+
+PASSK_TABLE_ROW = r"\s(?P<diff>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<lo>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<hi>[+-]?[\d.]+)$"
+"""A :class:`~.model.Quote` pattern: a row of notebook 09's pass@k table, k = 1's diff, ci_low and ci_high."""

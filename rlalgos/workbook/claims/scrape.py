@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .model import Claim, Layout, Quote, effect, record, rounded
+from .model import PASSK_TABLE_ROW, Claim, Layout, Quote, effect, record, rounded
 from ..stats import t975
 
 _NUM = r"[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|nan)"
@@ -96,9 +96,6 @@ def printed_effect(
 # --------------------------------------------------------------------------- #
 # Notebook 09's tables, read until its next full run prints verdict lines for them
 # --------------------------------------------------------------------------- #
-
-PASSK_TABLE_ROW = r"\s(?P<diff>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<lo>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<hi>[+-]?[\d.]+)$"
-"""A :class:`~.model.Quote` pattern: a row of notebook 09's pass@k table, k = 1's diff, ci_low and ci_high."""
 
 
 def _tokens(line: str) -> list[str]:

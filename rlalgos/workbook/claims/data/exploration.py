@@ -5,8 +5,7 @@ from __future__ import annotations
 from ...measures import BASE_MODEL
 from ...experiments import TRAP_ARMS
 from .common import CUI, DAPO, nb09
-from ..model import Claim, Expect, Quote
-from ..scrape import PASSK_TABLE_ROW
+from ..model import PASSK_TABLE_ROW, Claim, Expect, Quote
 
 CLAIMS = (
     Claim(
