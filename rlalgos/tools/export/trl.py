@@ -309,7 +309,7 @@ NAMES: dict[str, Name] = {
         lambda c: _rollout_correction(c, "rollout_correction"),
     ),
     "rollout_correction_threshold": Name(
-        "`vllm_importance_sampling_clip_max` (was `vllm_importance_sampling_cap`)",
+        "`vllm_importance_sampling_clip_max` (older TRL releases: `vllm_importance_sampling_cap`)",
         lambda c: _rollout_correction(c, "rollout_correction_threshold"),
     ),
     "logits_chunk": Name("", lambda c: same()),
