@@ -46,10 +46,10 @@ class Trick:
     unmeasured: str = ""  # why there is no measured frequency (it acts on every step, or was never printed)
 
 
-NB04 = "notebook 04's regime (2-6-term sums, 4 minibatches), 3 seeds"
+NB04 = "notebook 04b's regime (2-6-term sums, 4 minibatches), 3 seeds"
 NB04_BASE = "the base model's rollouts, 2-6-term sums, 3 seeds"
 NB09 = "notebook 09's trap regime, vanilla GRPO, 3 seeds"
-NB10_PUSH = "notebook 08's push (16 updates per rollout), 3 seeds"
+NB10_PUSH = "notebook 08's push settings (16 updates per rollout) on 2-6-term sums, 3 seeds"
 NB10_MM = "notebook 10: a sampler 3 updates stale, 3 seeds"
 NB10_NB = "notebooks/10_engines.ipynb"
 BENCH_PUSH = "docs/bench/regimes_entropy_push.jsonl"
@@ -189,7 +189,7 @@ TRICKS: tuple[Trick, ...] = (
         (
             Measured(
                 "a penalty in {1} of steps, {0} per answer on average",
-                "notebook 04's regime (64-token budget), 3 seeds",
+                "notebook 04b's regime (64-token budget), 3 seeds",
                 claim="overlong-shaping",
                 line="mean overlong penalty per answer: -0.0003; steps with any penalty: 0.050; truncated share: 0.0003",
                 pattern=r"per answer: ([-\d.]+); steps with any penalty: ([\d.]+)",
@@ -212,7 +212,7 @@ TRICKS: tuple[Trick, ...] = (
         (
             Measured(
                 "{0} of answers truncated",
-                "notebook 04's regime (64-token budget), 3 seeds",
+                "notebook 04b's regime (64-token budget), 3 seeds",
                 claim="overlong-shaping",
                 line="mean overlong penalty per answer: -0.0003; steps with any penalty: 0.050; truncated share: 0.0003",
                 pattern=r"truncated share: ([\d.]+)",
@@ -305,7 +305,7 @@ TRICKS: tuple[Trick, ...] = (
         (
             Measured(
                 "{0:.3f} of tokens in clipped answers, GRPO's token clip {1:.3f}",
-                "notebook 08's regime (2-6 terms, 4 minibatches), 3 seeds",
+                "notebook 08's regime (the default task, 4 minibatches), 3 seeds",
                 claim="gspo-clip",
                 effect=("gspo", "clip_frac"),
                 fields=("arm_mean", "base_mean"),
@@ -321,9 +321,9 @@ TRICKS: tuple[Trick, ...] = (
         (
             Measured(
                 "{0}% of tokens on average (max over steps {1}%)",
-                NB10_PUSH,
+                "notebook 08's push (16 updates per rollout) on the default task, 3 seeds",
                 claim="dual-clip",
-                line="dual clip in force on 0.02906% of tokens on average (max over steps 0.16139%)",
+                line="dual clip in force on 0.06136% of tokens on average (max over steps 0.43661%)",
                 pattern=r"on ([\d.]+)% .* steps ([\d.]+)%",
             ),
         ),

@@ -111,7 +111,7 @@ def run_claim(
         )
     if claim.measure and overrides:
         raise ValueError(
-            f"claim {claim.id} is measured on the base model's rollouts at notebook 04's sizes: it takes no training overrides, got {sorted(overrides)}"
+            f"claim {claim.id} is measured on the base model's rollouts at notebook 04b's sizes: it takes no training overrides, got {sorted(overrides)}"
         )
     effects = (_measured_effects if claim.measure else _trained_effects)(
         claim, seeds, jobs, runs_dir, overwrite, progress, overrides, layout.root

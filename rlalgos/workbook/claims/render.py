@@ -106,7 +106,7 @@ def render_page(records: Mapping[str, dict]) -> str:
             out.append(f"- test: `{r['test']}`")
         if r.get("measure"):
             out.append(
-                f"- measured: `{r['measure']}` on the base model's rollouts at notebook 04's sizes, no training (`rlalgos claims run {r['id']}` samples it again)"
+                f"- measured: `{r['measure']}` on the base model's rollouts at notebook 04b's sizes, no training (`rlalgos claims run {r['id']}` samples it again)"
             )
         if r.get("fit"):
             out.append(

@@ -1,5 +1,5 @@
 """The KL penalty and its estimators (notebooks 03 and 04), and improved GRPO against vanilla in
-the default regime, notebook 04's and the benchmarks' regimes made for one failure each."""
+the default regime, notebook 04b's and the benchmarks' regimes made for one failure each."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ CLAIMS = (
     ),
     Claim(
         "dapo-nb04",
-        "... improved GRPO beats vanilla in notebook 04's regime",
+        "... improved GRPO beats vanilla in notebook 04b's regime",
         DAPO,
         "end-to-end",
         "not at this scale",
