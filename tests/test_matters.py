@@ -115,7 +115,7 @@ def test_page_is_what_the_generator_writes_now():
 
 
 def test_the_page_and_the_glossary_are_in_the_book():
-    nav = (matters.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = (matters_sources.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "what_matters.md" in nav and "glossary.md" in nav
 
 
@@ -123,13 +123,13 @@ def test_the_page_and_the_glossary_are_in_the_book():
 # The glossary
 # --------------------------------------------------------------------------- #
 
-GLOSSARY = matters.ROOT / "docs" / "glossary.md"
+GLOSSARY = matters_sources.ROOT / "docs" / "glossary.md"
 
 
 def _metric_names() -> set[str]:
     """Every name docs/metrics.md lists (its first column, in backticks)."""
     names = set()
-    for row in (matters.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
+    for row in (matters_sources.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
         if row.startswith("| `"):
             names |= set(re.findall(r"`([^`]+)`", row.split(" | ")[0]))
     return names

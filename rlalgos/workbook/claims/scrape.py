@@ -139,7 +139,7 @@ def _find_quote(claim: Claim, quote: Quote, outputs: Mapping[int, list[str]], ro
         raise ValueError(f"claim {claim.id}: the line {quote.line!r} is no longer in {quote.file}")
     for i, texts in outputs.items():
         if any(quote.line in t for t in texts):
-            return f"notebook {claim.notebook[:2]} cell {i}"
+            return f"notebook {claim.notebook.split('_')[0]} cell {i}"
     raise ValueError(
         f"claim {claim.id}: the line {quote.line!r} is no longer in the committed output of notebooks/{claim.notebook}"
     )
@@ -154,7 +154,7 @@ def extract_published(claim: Claim, root: str | Path) -> dict:
     effects, quotes = [], []
     needs_outputs = claim.expects or any(not q.file for q in claim.quotes)
     outputs = cell_outputs(Layout(root).notebooks / claim.notebook) if claim.notebook and needs_outputs else {}
-    where = f"notebook {claim.notebook[:2]}"
+    where = f"notebook {claim.notebook.split('_')[0]}"
     for e in claim.expects:
         base = e.base or claim.base
         seeds = e.seeds or claim.seeds
@@ -213,7 +213,7 @@ def _table_effect(claim: Claim, e, base: str, seeds, outputs: Mapping[int, list[
         rounded(row["ci_low"]),
         rounded(row["ci_high"]),
         seeds,
-        f"notebook {claim.notebook[:2]} cell {e.cell}, table {e.frame}",
+        f"notebook {claim.notebook.split('_')[0]} cell {e.cell}, table {e.frame}",
     )
 
 
@@ -227,7 +227,7 @@ def _quote_effect(claim: Claim, q: Quote, source: str, outputs: Mapping[int, lis
         diff, lo, hi = h["diff"], h["ci_low"], h["ci_high"]
         seeds, source, line = (
             (q.seeds or claim.seeds)[: h["seeds"]],
-            f"notebook {claim.notebook[:2]} cell {i}",
+            f"notebook {claim.notebook.split('_')[0]} cell {i}",
             h["line"],
         )
     else:

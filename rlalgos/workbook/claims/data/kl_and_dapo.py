@@ -91,7 +91,10 @@ CLAIMS = (
         "end-to-end",
         "not at this scale",
         **nb04("dapo", cell=36),
-        expects=(Expect("dapo", "eval_accuracy", +1), Expect("dapo", "eval_entropy", -1, headline=False)),
+        expects=(
+            Expect("dapo", "eval_accuracy", +1, cell=36),
+            Expect("dapo", "eval_entropy", -1, headline=False, cell=36),
+        ),
     ),
     Claim(
         "dapo-zero-signal",
