@@ -189,7 +189,7 @@ def test_help_shows_the_new_knobs(capsys):
     for opt in ("--top-p", "--dtype", "--score-batch-size", "--chat-template"):
         assert opt in text, opt
     assert cli.main(["algos", "grpo"]) == 0  # the whole text of each option
-    assert "full softmax at the temperature" in " ".join(
+    assert "the policy whose log-probs the ratio and the KL use" in " ".join(
         capsys.readouterr().out.split()
     )  # top_p says what the log-probs are
 
