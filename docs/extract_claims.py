@@ -19,4 +19,4 @@ if __name__ == "__main__":
         print(f"wrote {path}")
     for path in report(CHECKOUT.page, CHECKOUT.json_dir, CHECKOUT.readme):
         print(f"wrote {path}")
-    print(f"wrote {write_page()}")
+    print(f"wrote {write_page(CHECKOUT.root)}")

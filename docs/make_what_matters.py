@@ -5,7 +5,9 @@ printouts that rlalgos/workbook/matters.py names. docs/extract_claims.py runs it
     python docs/make_what_matters.py
 """
 
+from pathlib import Path
+
 from rlalgos.workbook.matters_page import write_page
 
 if __name__ == "__main__":
-    print(f"wrote {write_page()}")
+    print(f"wrote {write_page(Path(__file__).resolve().parents[1])}")

@@ -7,7 +7,12 @@ import re
 import pytest
 
 from rlalgos.workbook.stats import is_share
+from pathlib import Path
+
 from rlalgos.workbook import claims, matters, matters_page, matters_sources
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout whose records and printouts the table reads
+CHECKOUT = claims.Layout(ROOT)
 
 TRICKS = (
     "dynamic sampling",
@@ -34,7 +39,7 @@ TRICKS = (
 
 @pytest.fixture(scope="module")
 def table():
-    return matters_page.matters_table()
+    return matters_page.matters_table(ROOT)
 
 
 def test_every_trick_has_a_row(table):
@@ -60,8 +65,8 @@ def test_every_knob_is_a_row_of_the_export_table():
 def test_every_number_equals_the_published_records():
     """Each tested effect in the table is the record's own (diff, interval, seeds, verdict), and every effect of a record
     that a row names is shown."""
-    records = claims.load_published(matters_sources.JSON_DIR)
-    table = matters_page.matters_table().set_index("trick")
+    records = claims.load_published(CHECKOUT.json_dir)
+    table = matters_page.matters_table(ROOT).set_index("trick")
     for t in matters.TRICKS:
         cell = table.loc[t.name, matters_page.COLUMNS[3]]
         for s in t.tested:
@@ -92,11 +97,11 @@ def test_every_number_equals_the_published_records():
 
 def test_measured_numbers_come_from_their_sources(table):
     """Every measured frequency is read from its committed source, and is printed in the table with its citation."""
-    records = claims.load_published(matters_sources.JSON_DIR)
+    records = claims.load_published(CHECKOUT.json_dir)
     fired = dict(zip(table["trick"], table[matters_page.COLUMNS[2]]))
     for t in matters.TRICKS:
         assert t.measured or t.unmeasured, t.name
-        for text, cite in matters_page.measured_lines(t, records):
+        for text, cite in matters_page.measured_lines(t, records, ROOT):
             assert f"{text} [{cite}]" in fired[t.name]
         if not t.measured:
             assert fired[t.name].startswith(matters_page.NOT_MEASURED)
@@ -105,17 +110,17 @@ def test_measured_numbers_come_from_their_sources(table):
 @pytest.mark.parametrize("file, line", matters.quoted_sources(), ids=lambda x: x[:40])
 def test_quoted_source_lines_are_still_committed(file, line):
     """A number that exists only in a printout is quoted with its exact line: the line must still be there."""
-    assert matters_sources.quoted_where(file, line).startswith(file)
+    assert matters_sources.quoted_where(file, line, ROOT).startswith(file)
 
 
 def test_page_is_what_the_generator_writes_now():
-    assert matters_page.PAGE.read_text(encoding="utf-8") == matters_page.render_page(matters_page.matters_table()), (
-        "docs/what_matters.md differs from the generator: run python docs/make_what_matters.py"
-    )
+    assert CHECKOUT.what_matters.read_text(encoding="utf-8") == matters_page.render_page(
+        matters_page.matters_table(ROOT)
+    ), "docs/what_matters.md differs from the generator: run python docs/make_what_matters.py"
 
 
 def test_the_page_and_the_glossary_are_in_the_book():
-    nav = (matters_sources.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "what_matters.md" in nav and "glossary.md" in nav
 
 
@@ -123,13 +128,13 @@ def test_the_page_and_the_glossary_are_in_the_book():
 # The glossary
 # --------------------------------------------------------------------------- #
 
-GLOSSARY = matters_sources.ROOT / "docs" / "glossary.md"
+GLOSSARY = ROOT / "docs" / "glossary.md"
 
 
 def _metric_names() -> set[str]:
     """Every name docs/metrics.md lists (its first column, in backticks)."""
     names = set()
-    for row in (matters_sources.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
+    for row in (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8").splitlines():
         if row.startswith("| `"):
             names |= set(re.findall(r"`([^`]+)`", row.split(" | ")[0]))
     return names
@@ -198,4 +203,4 @@ def test_glossary_has_every_term():
 def test_glossary_notebooks_exist():
     text = GLOSSARY.read_text(encoding="utf-8")
     for nb in set(re.findall(r"\.\./notebooks/(\d\d[a-z]?_[a-z_]+\.ipynb)", text)):
-        assert ((matters_sources.ROOT / "notebooks") / nb).exists(), nb
+        assert ((ROOT / "notebooks") / nb).exists(), nb

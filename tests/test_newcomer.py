@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from rlalgos.config import ALGORITHMS
-from rlalgos.tools import cli, commands
+from rlalgos.tools import cli, cli_claims, commands
 from rlalgos.workbook.stats import paired_effect, paired_values, verdict_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -237,7 +237,7 @@ def test_a_cheap_claims_run_says_it_is_one(tmp_path, monkeypatch, capsys):
     assert json.loads((tmp_path / "lr-collapse.json").read_text())["cheap_look"] is True
     with pytest.raises(ValueError, match="--publish with a cheap look"):
         claims.run_claim("lr-collapse", seeds="20,21,22", out_dir=tmp_path, steps=5, publish=True)
-    assert claims.run_claim.__defaults__[1] == 0 and cli.ClaimsRun(claim="x").jobs == 0  # jobs: auto, as compare
+    assert claims.run_claim.__defaults__[1] == 0 and cli_claims.ClaimsRun(claim="x").jobs == 0  # jobs: auto, as compare
 
 
 def test_compare_with_three_seeds_prints_verdicts_and_plot_writes_next_to_the_run(tmp_path, tiny_dir, capsys):

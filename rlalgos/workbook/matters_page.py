@@ -13,12 +13,10 @@ from typing import Mapping
 
 import pandas as pd
 
-from .claims import load_published
-from .matters_sources import JSON_DIR, ROOT
+from .claims import Layout, load_published
 from .matters import REGIMES, TRICKS, Tested, Trick
 from .stats import verdict_line
 
-PAGE = ROOT / "docs" / "what_matters.md"
 NOT_MEASURED = "not measured"
 
 COLUMNS = (
@@ -64,23 +62,26 @@ def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
     return [f"{head}: {effect_text(e)}" for e in effects]
 
 
-def measured_lines(trick: Trick, records: Mapping[str, dict]) -> list[tuple[str, str]]:
-    """(what fired, where it is committed) for each of the trick's measured sources."""
+def measured_lines(trick: Trick, records: Mapping[str, dict], root: Path) -> list[tuple[str, str]]:
+    """(what fired, where it is committed under the checkout ``root``) for each of the trick's measured sources."""
     out = []
     for m in trick.measured:
-        values, cite = m.read(records)
+        values, cite = m.read(records, root)
         out.append((f"{m.text.format(*values)}; {m.where}", cite))
     return out
 
 
-def matters_table(json_dir: str | Path = JSON_DIR) -> pd.DataFrame:
+def matters_table(root: str | Path) -> pd.DataFrame:
     """The table, one row per trick: its trigger, how often the trigger fired in this project's runs
     (with the committed file each number is read from), every tested effect with its 95% interval,
-    seeds and verdict, and its paper. Multi-entry cells are joined by newlines."""
-    records = load_published(json_dir)
+    seeds and verdict, and its paper. Multi-entry cells are joined by newlines. ``root`` is the
+    checkout whose records (``docs/claims/``), benchmark rows and notebooks it reads."""
+    records = load_published(Layout(root).json_dir)
     rows = []
     for t in TRICKS:
-        fired = [f"{text} [{cite}]" for text, cite in measured_lines(t, records)] or [f"{NOT_MEASURED}: {t.unmeasured}"]
+        fired = [f"{text} [{cite}]" for text, cite in measured_lines(t, records, Path(root))] or [
+            f"{NOT_MEASURED}: {t.unmeasured}"
+        ]
         tested = [line for s in t.tested for line in tested_lines(s, records)]
         rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), "\n".join(tested), t.paper))))
     return pd.DataFrame(rows, columns=list(COLUMNS))
@@ -110,7 +111,7 @@ whose rewards are all equal, a token whose ratio has moved past a bound, an answ
 limit. This page puts, for each trick, that **trigger** next to **how often it fired** in this
 project's runs, the **regimes where it was tested** (effect, 95% interval, seeds, verdict) and
 **what its paper reports** at its own scale. It is generated from the claims registry
-(`rlalgos/workbook/claims.py`), its published records (`docs/claims/*.json`, see the
+(`rlalgos/workbook/claims/`), its published records (`docs/claims/*.json`, see the
 [claims scorecard](claims.md)) and the committed benchmark rows and printouts
 (`python docs/make_what_matters.py`; `rlalgos/workbook/matters.py` holds the static facts),
 so its numbers cannot drift from the runs.
@@ -162,6 +163,8 @@ def render_page(table: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_page(out: str | Path = PAGE, json_dir: str | Path = JSON_DIR) -> Path:
-    Path(out).write_text(render_page(matters_table(json_dir)), encoding="utf-8")
-    return Path(out)
+def write_page(root: str | Path) -> Path:
+    """Write ``docs/what_matters.md`` of the checkout ``root`` from its own records and printouts."""
+    out = Layout(root).what_matters
+    out.write_text(render_page(matters_table(root)), encoding="utf-8")
+    return out

@@ -14,10 +14,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .claims import Layout, cell_outputs
-
-ROOT = Path(__file__).resolve().parents[2]  # the checkout whose docs/ and notebooks/ the page reads
-JSON_DIR = Layout(ROOT).json_dir
+from .claims import cell_outputs
 
 
 @dataclass(frozen=True)
@@ -41,8 +38,9 @@ class Measured:
     match: Mapping = field(default_factory=dict)
     fields: tuple[str, ...] = ()
 
-    def read(self, records: Mapping[str, dict]) -> tuple[list, str]:
-        """(the values, the citation: the committed file and, for a printout, its cell)."""
+    def read(self, records: Mapping[str, dict], root: Path) -> tuple[list, str]:
+        """(the values, the citation: the committed file and, for a printout, its cell); ``root`` is the
+        checkout whose ``docs/`` and ``notebooks/`` hold the sources."""
         if self.claim and self.line:
             rec = records[self.claim]
             hits = [q for q in rec["quotes"] if q["line"] == self.line]
@@ -57,12 +55,14 @@ class Measured:
                 raise ValueError(f"docs/claims/{self.claim}.json has no effect {arm}/{metric}")
             return [hits[0][f] for f in self.fields], f"docs/claims/{self.claim}.json ({hits[0]['source']})"
         if self.file.endswith(".jsonl"):
-            rows = [json.loads(x) for x in (ROOT / self.file).read_text(encoding="utf-8").splitlines() if x.strip()]
+            rows = [
+                json.loads(x) for x in (Path(root) / self.file).read_text(encoding="utf-8").splitlines() if x.strip()
+            ]
             hits = [r for r in rows if all(r.get(k) == v for k, v in self.match.items())]
             if len(hits) != 1:
                 raise ValueError(f"{self.file}: {len(hits)} rows match {dict(self.match)}, expected 1")
             return [hits[0][f] for f in self.fields], self.file
-        return self._groups(), quoted_where(self.file, self.line)
+        return self._groups(), quoted_where(self.file, self.line, root)
 
     def _groups(self) -> list:
         m = re.search(self.pattern, self.line)
@@ -71,9 +71,10 @@ class Measured:
         return list(m.groups())
 
 
-def quoted_where(file: str, line: str) -> str:
-    """``file`` (and the cell of a notebook) where ``line`` is committed; ValueError if it is not."""
-    path = ROOT / file
+def quoted_where(file: str, line: str, root: Path) -> str:
+    """``file`` (a path under the checkout ``root``; for a notebook, with the cell) where ``line`` is
+    committed; ValueError if it is not."""
+    path = Path(root) / file
     if path.suffix == ".ipynb":
         for i, texts in cell_outputs(path).items():
             if any(line in t for t in texts):

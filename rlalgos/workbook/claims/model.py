@@ -21,7 +21,7 @@ MIN_SEEDS = 3  # fewer seeds give a number, not a verdict
 class Layout:
     """Where a repository checkout keeps what the claims read and write, under ``root``: the notebooks
     (``notebooks/``), the published records (``docs/claims/<id>.json``), the scorecard page
-    (``docs/claims.md``) and README.md. The package never guesses it: docs/extract_claims.py, the
+    (``docs/claims.md``), the "what matters when" page and README.md. The package never guesses it: docs/extract_claims.py, the
     ``rlalgos claims`` command (the working directory) and the tests name the root."""
 
     root: Path
@@ -42,6 +42,10 @@ class Layout:
         return self.root / "docs" / "claims.md"
 
     @property
+    def what_matters(self) -> Path:
+        return self.root / "docs" / "what_matters.md"
+
+    @property
     def readme(self) -> Path:
         return self.root / "README.md"
 
@@ -52,10 +56,8 @@ class Expect:
     unless given) on ``metric``, expected to move in ``direction`` (+1 / -1). ``tail``:
     training steps averaged at the end (eval metrics take their last value). ``headline``:
     whether it decides the claim's verdict. ``cell``: the notebook cell that printed it (an
-    effect line or a verdict line; see :mod:`.scrape`). ``frame``: the cell also displayed it in
-    its ``frame``-th :func:`rlalgos.workbook.stats.effect_table`, read when the cell prints no
-    verdict line for it (notebook 09's committed outputs, until its next full run).
-    ``seeds``: the seeds of that printout when they are not the claim's."""
+    effect line or a verdict line; see :mod:`.scrape`). ``seeds``: the seeds of that printout when
+    they are not the claim's (the printed line must then have as many)."""
 
     arm: str
     metric: str
@@ -64,7 +66,6 @@ class Expect:
     base: str | None = None
     tail: int = 5
     headline: bool = True
-    frame: int | None = None
     seeds: tuple[int, ...] | None = None
 
 
@@ -262,7 +263,3 @@ def regime_text(claim: Claim) -> str:
         ["reward model data/reward_model"] if "reward_model" in claim.shared else []
     )
     return ", ".join(bits)
-
-
-PASSK_TABLE_ROW = r"\s(?P<diff>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<lo>[+-]?[\d.]+)\s+\S+\s+\S+\s+(?P<hi>[+-]?[\d.]+)$"
-"""A :class:`~.model.Quote` pattern: a row of notebook 09's pass@k table, k = 1's diff, ci_low and ci_high."""
