@@ -8,15 +8,13 @@ No model, no I/O, no global state. Shapes follow one convention:
 * Losses return ``(loss, metrics)`` where ``loss`` is a scalar tensor and
   ``metrics`` a dict of Python floats, in the style of verl's ``core_algos.py``.
 
-Each function's docstring names the formula it follows (verl's
-``verl/trainer/ppo/core_algos.py``, TRL's ``GRPOTrainer``); where the engines differ
-from each other, docs/engines.md says how. The policy losses are the modules of
-:mod:`rlalgos.losses` (their shared maths in :mod:`rlalgos.losses.common`, re-exported
-here); the ``*_loss`` functions below take the aggregation too.
+Each function's docstring names the formula it follows (verl's ``verl/trainer/ppo/core_algos.py``,
+TRL's ``GRPOTrainer``); docs/engines.md says where the engines differ. The policy losses, verl's
+``policy_loss.loss_mode`` and TRL's ``loss_type``, are the modules of :mod:`rlalgos.losses` (their shared
+maths in :mod:`rlalgos.losses.common`, re-exported here); the ``*_loss`` functions below add the aggregation.
 """
 
 from __future__ import annotations
-
 
 import torch
 
@@ -354,12 +352,6 @@ def policy_loss(
     ``max_len``: the constant ``L_max`` of ``seq-mean-token-sum-norm``). Returns (loss, metrics)."""
     per_token = clip.clipped_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_c, ratio_level)
     return aggregated(per_token, mask, agg, max_len, is_weights)
-
-
-# --------------------------------------------------------------------------- #
-# Other policy-loss modes (verl's policy_loss.loss_mode, TRL's loss_type): each is a module of
-# rlalgos.losses; these take the aggregation too, as policy_loss does
-# --------------------------------------------------------------------------- #
 
 
 def clip_cov_loss(

@@ -258,7 +258,7 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
     stubs = dict(run_many=stub, run_or_reuse=stub, train=train_stub)
     from rlalgos.workbook import exploration
 
-    monkeypatch.setattr(exploration, "run_or_reuse", stub)  # notebook 09 calls it as ex.run_or_reuse
+    monkeypatch.setattr(exploration, "run_or_reuse", stub)  # notebooks 09 and 09b call it as ex.run_or_reuse
     g = {"display": lambda *a, **k: None}
     for i in cells:
         src = "".join(nb["cells"][i]["source"])
@@ -279,7 +279,8 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
         ("07_reward_model.ipynb", [1, 2, 10]),
         ("10_engines.ipynb", [1, 2, 9, 21]),
         ("05_side_by_side.ipynb", [1, 2, 8]),
-        ("09_exploration.ipynb", [1, 2, 11, 21, 27, 31]),
+        ("09_exploration.ipynb", [1, 2, 11]),
+        ("09b_pass_at_k_and_dapo.ipynb", [1, 2, 3]),
     ],
 )
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):
@@ -435,47 +436,3 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
             )
             if cfg.task not in tasks:
                 tasks[cfg.task] = get_task(cfg.task)
-
-
-def test_a_printed_verdict_line_wins_over_the_effect_table(tmp_path):
-    """Notebook 09's cells print each effect table's rows as verdict lines too: where a cell holds one for a
-    comparison, the record reads it (and its cell), not the table; the pass@k verdict lines replace the table rows."""
-    import shutil
-
-    import pandas as pd
-
-    from rlalgos.workbook.exploration import verdict_lines
-    from rlalgos.workbook.measures import BASE_MODEL
-    from rlalgos.workbook.stats import verdict_line
-
-    (tmp_path / "notebooks").mkdir()
-    shutil.copy(CHECKOUT.notebooks / "09_exploration.ipynb", tmp_path / "notebooks")
-    row = {
-        "base_mean": 0.1,
-        "arm_mean": 0.3,
-        "diff": 0.2,
-        "ci_low": 0.05,
-        "ci_high": 0.35,
-        "seeds": 3,
-        "verdict": "shown",
-    }
-    table = pd.DataFrame([{"arm": "clip_higher", "metric": "eval_scratchpad_frac/hard", **row}]).set_index(
-        ["arm", "metric"]
-    )
-    passk = verdict_line({**row, "metric": "pass@1"}, "default task: grpo", BASE_MODEL)
-    path = tmp_path / "notebooks" / "09_exploration.ipynb"
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    for cell, text in ((18, verdict_lines(table, "vanilla")), (28, passk)):
-        nb["cells"][cell]["outputs"].append({"output_type": "stream", "name": "stdout", "text": text + "\n"})
-    path.write_text(json.dumps(nb), encoding="utf-8")
-
-    rec = claims.extract_published(claims.get_claim("clip-higher-trap"), tmp_path)
-    head = rec["effects"][0]
-    assert (head["diff"], head["ci_low"], head["ci_high"], head["arm_mean"]) == (0.2, 0.05, 0.35, None)
-    assert head["source"] == "notebook 09 cell 18" and head["line"].startswith(
-        "eval_scratchpad_frac/hard  clip_higher - vanilla"
-    )
-    assert rec["effects"][1]["source"] == "notebook 09 cell 18, table 0"  # no line printed for it: the table
-    sharp = claims.extract_published(claims.get_claim("rl-sharpens"), tmp_path)["effects"]
-    assert (sharp[0]["diff"], sharp[0]["line"], sharp[0]["source"]) == (0.2, passk, "notebook 09 cell 28")
-    assert sharp[1]["line"].startswith("default task: dapo")  # its table row, until its verdict line is printed

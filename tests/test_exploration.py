@@ -186,3 +186,17 @@ def test_run_or_reuse_trains_once_and_knows_a_changed_setting(tmp_path):
     assert not finished(replace(cfg, steps=2), algo) and not finished(cfg, make_config("grpo", lr=3e-4))
     run_or_reuse([(cfg, algo)], jobs=1, progress=False)
     assert (tmp_path / "r" / "metrics.jsonl").stat().st_mtime_ns == stamp  # reused, not retrained
+
+
+def test_start_effect_pairs_each_run_with_its_own_step_0():
+    """A run's end against its own first evaluation (the base model), paired by seed."""
+    from rlalgos.workbook.exploration import start_effect
+
+    def run(start, end):
+        df = pd.DataFrame({"step": [0, 5, 10], "eval_accuracy": [start, float("nan"), end]})
+        return df  # no run folder: its seed is its place in the list
+
+    runs = [run(0.4, 0.2), run(0.45, 0.2), run(0.35, 0.2)]
+    e = start_effect(runs, "eval_accuracy")
+    assert e["seeds"] == 3 and e["base_mean"] == pytest.approx(0.4) and e["arm_mean"] == pytest.approx(0.2)
+    assert e["diff"] == pytest.approx(-0.2) and e["ci_high"] < 0 and e["verdict"] == "shown"

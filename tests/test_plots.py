@@ -91,6 +91,12 @@ def test_one_colour_per_label_in_every_figure(tmp_path):
     assert colour(first, "grpo") == PALETTE["grpo"] == PALETTE["vanilla"]  # vanilla GRPO is orange everywhere
     many = figure_colors([f"arm{i}" for i in range(20)] + list(PALETTE))
     assert len(set(many.values())) == len(many)  # two curves of one figure never share a colour
+    from rlalgos.workbook.plots import _near
+
+    mixed = figure_colors(["grpo", "vanilla_36_prompts", "dapo", "kl", "dynamic_sampling", "grpo_push"])
+    for label, c in mixed.items():  # an arm's colour is never one hard to tell from another curve's
+        others = [o for lab, o in mixed.items() if lab != label and (lab not in PALETTE or label not in PALETTE)]
+        assert not any(_near(c, o) for o in others), (label, c, mixed)
     styles = {ln.get_linestyle() for ln in first.axes[0].lines}
     assert len(styles) == 3  # coinciding curves stay visible
 

@@ -216,6 +216,7 @@ TRAP_SHARED = dict(
     eval_prompts=200,
     eval_samples=4,
     entropy_probe=True,
+    stop_on_collapse=False,  # vanilla's collapse is what the sweep measures, so the doctor must not stop it
     progress=False,
     save_every=0,
     overwrite=True,
@@ -236,10 +237,19 @@ TRAP_ARMS = {
     "dapo": ("dapo", {}),  # improved GRPO with all its defaults, for the pass@k curves (read after the first seven)
 }
 """The sweep's arms, each what it changes on :data:`TRAP_GRPO` (see :mod:`rlalgos.workbook.exploration`)."""
-TRAP_ABLATION_ARMS = {  # which of DAPO's switches carries its gain: both fixed before either ran
+TRAP_SEEDS = (0, 1, 2, 3, 4, 5)
+"""Notebook 09's seeds, every arm on every one, paired by seed (fixed before the sweep ran)."""
+TRAP_PASSK_SEEDS = (0, 1, 2)
+"""The seeds whose models notebook 09b samples 256 times per prompt for pass@k, and its ablations' seeds."""
+TRAP_MATCHED_PROMPTS = 36
+"""Prompts per step of vanilla with DAPO's sample count: DAPO drew 35.9 groups per step in an earlier sweep."""
+TRAP_ABLATION_ARMS = {  # which of DAPO's switches carries its gain, and is it the extra samples
     "dynamic_only": ("dapo", {**GRPO_SWITCHES, "dynamic_sampling": "resample"}),
     "dapo_no_dynamic": ("dapo", {"dynamic_sampling": "off"}),
+    "vanilla_36_prompts": ("grpo", {}),
 }
+TRAP_ARM_TRAIN = {"vanilla_36_prompts": {"prompts_per_step": TRAP_MATCHED_PROMPTS}}
+"""TrainConfig settings of one arm alone: vanilla given as many sampled answers per step as DAPO draws."""
 
 
 def trap_arms(*labels: str) -> dict[str, tuple[str, dict]]:
@@ -251,7 +261,8 @@ def trap_arms(*labels: str) -> dict[str, tuple[str, dict]]:
 def trap_run(arm: str, seed: int, out: Path = TRAP_OUT, lr: float = TRAP_GRPO["lr"], **overrides):
     """(TrainConfig, algorithm config) of one arm of the sweep at one seed, in ``out/<arm>_s<seed>``."""
     algo, options = trap_arms(arm)[arm]
-    return run_config(algo, seed, Path(out) / f"{arm}_s{seed}", {**options, "lr": lr}, **{**TRAP_SHARED, **overrides})
+    train = {**TRAP_SHARED, **TRAP_ARM_TRAIN.get(arm, {}), **overrides}
+    return run_config(algo, seed, Path(out) / f"{arm}_s{seed}", {**options, "lr": lr}, **train)
 
 
 # --------------------------------------------------------------------------- #

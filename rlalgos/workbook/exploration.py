@@ -1,5 +1,5 @@
 """Exploration, measured: pass@k up to large k, the rare strategy's share, and
-distinct right answers, from many samples per prompt (notebook 09).
+distinct right answers, from many samples per prompt (notebooks 09 and 09b).
 
 "Does RL expand what the model can do, or only sharpen it?" (Yue et al. 2025,
 arXiv:2504.13837) is answered by pass@k at large k: RL that only sharpens wins
@@ -12,13 +12,14 @@ not).
 
 The exploration sweep's regime and arms are :mod:`rlalgos.workbook.experiments`'
 ``TRAP_SHARED``, ``TRAP_GRPO`` and ``TRAP_ARMS`` (``benchmarks/exploration.py`` runs them,
-notebook 09 reads them). The regime (fixed before any arm was run; vanilla-only pilots on seeds 100 and 101,
+notebooks 09 and 09b read them). The regime (fixed before any arm was run; vanilla-only pilots on seeds 100 and 101,
 never used for a claim, chose the learning rate: at 3e-5 nothing moved in 40 steps,
 at 5e-5 the easy answers eroded without the scratchpad growing, at 1e-4 the
 scratchpad took over the hard prompts): ``--task trap`` from ``data/trap_model``,
 16 prompts x 8 answers per step, 8 minibatches per rollout (8 optimizer steps, the
 regime where clips act), lr 1e-4, no KL, 30 steps, evaluation every 10 steps on 200 test prompts x 4 samples,
-the entropy probe on. Each arm changes one thing:
+the entropy probe on, the doctor's stop off. Seeds 0-5 for every arm of notebook 09, 0-2 for notebook 09b's
+ablations and pass@k. Each arm changes one thing:
 
 * ``vanilla``: GRPO (clip 0.2 / 0.2, per-answer loss, no KL);
 * ``clip_higher``: clip_high 0.28;
@@ -27,13 +28,12 @@ the entropy probe on. Each arm changes one thing:
 * ``temperature``: DAPO's temperature monitor (fires below 0.3 nats/token, about 3/4
   of the base model's 0.396, +0.1 per firing up to 1.5);
 * ``kl``: the k3 KL term at beta 0.04;
-* ``dapo`` (added after the seven arms above were read, for the pass@k curves of
-  improved GRPO): DAPO with all its defaults, at the same lr and minibatches.
-* ``dynamic_only`` and ``dapo_no_dynamic`` (added after ``dapo`` beat vanilla, to ask
-  which of its switches did it, fixed before either was run): the DAPO class with
-  only dynamic sampling on, and DAPO with only dynamic sampling off. Dynamic sampling
-  draws more groups per step (a cost the notebook counts), so these two answer
-  whether the gain is the extra, informative groups or the rest of DAPO.
+* ``dapo`` (added after an earlier 3-seed sweep of the seven arms above was read): DAPO with
+  all its defaults, at the same lr and minibatches.
+* ``dynamic_only`` and ``dapo_no_dynamic`` (notebook 09b): the DAPO class with only dynamic
+  sampling on, and DAPO with only dynamic sampling off;
+* ``vanilla_36_prompts`` (notebook 09b): vanilla drawing 36 prompts per step, about as many
+  answers as DAPO draws, so that "more informative groups" and "more samples" are told apart.
 """
 
 from __future__ import annotations
@@ -222,6 +222,20 @@ def seed_band(dfs: Sequence[pd.DataFrame], key: str) -> pd.DataFrame:
     mean, sd = wide.mean(axis=1), wide.std(axis=1, ddof=1)
     half = pd.Series([t975(int(k) - 1) if k > 1 else float("nan") for k in n], index=wide.index) * sd / n.pow(0.5)
     return pd.DataFrame({"mean": mean, "low": mean - half, "high": mean + half, "runs": n})
+
+
+def start_effect(dfs: Sequence[pd.DataFrame], key: str) -> dict:
+    """End of each run minus its own first evaluation (step 0: the base model, on the same test prompts and
+    sampling seed), paired by seed: :func:`rlalgos.workbook.stats.paired_values`, the arm being the trained model."""
+    from ..engine.runs import run_config
+    from .stats import paired_values
+
+    def seed_of(i, df):
+        return run_config(df).get("train", {}).get("seed", i)
+
+    start = pd.Series({seed_of(i, df): df[key].dropna().iloc[0] for i, df in enumerate(dfs)}, dtype=float)
+    end = pd.Series({seed_of(i, df): df[key].dropna().iloc[-1] for i, df in enumerate(dfs)}, dtype=float)
+    return paired_values(start, end, key)
 
 
 def balanced_rows(task: Task, n_prompts: int) -> list[dict]:

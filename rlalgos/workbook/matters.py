@@ -48,7 +48,7 @@ class Trick:
 
 NB04 = "notebook 04b's regime (2-6-term sums, 4 minibatches), 3 seeds"
 NB04_BASE = "the base model's rollouts, 2-6-term sums, 3 seeds"
-NB09 = "notebook 09's trap regime, vanilla GRPO, 3 seeds"
+NB09 = "notebook 09's trap regime, vanilla GRPO, 6 seeds"
 NB10_PUSH = "notebook 08's push settings (16 updates per rollout) on 2-6-term sums, 3 seeds"
 NB10_MM = "notebook 10: a sampler 3 updates stale, 3 seeds"
 NB10_NB = "notebooks/10_engines.ipynb"
@@ -152,10 +152,10 @@ TRICKS: tuple[Trick, ...] = (
                 fields=("base_mean",),
             ),
             Measured(
-                "rare rewarded tokens are {0} of tokens; {1} of them passed the upper clip",
+                "rare rewarded tokens are {0} of tokens; the upper clip cut {1} of them",
                 NB09,
                 file="notebooks/09_exploration.ipynb",
-                line="vanilla                0.001                0.007           0.006",
+                line="vanilla        0.0016     0.0076    0.0066  0.0367    0.0698",
                 pattern=r"^vanilla\s+(\S+)\s+(\S+)",
             ),
         ),

@@ -14,7 +14,7 @@ A *fit* is the other kind of number here: one computed from a claim's trained ru
 rather than paired by seed. :data:`FITS` holds those, as functions of the runs' metrics by arm
 returning effect rows whose interval is the fit's own 95% interval: the entropy-covariance law
 over every step (notebook 09, section 3), and pass@k of the trained checkpoints against the base
-model, paired by prompt (notebook 09, section 5).
+model, paired by prompt (notebook 09b).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def entropy_fit(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
     return rows + [row(arm, dfs, False) for arm, dfs in groups.items()]
 
 
-PASSK_N = 256  # samples per prompt for pass@k (notebook 09, section 5); pass@k for every k <= n from the same samples
+PASSK_N = 256  # samples per prompt for pass@k (notebook 09b); pass@k for every k <= n from the same samples
 PASSK_PROMPTS = 32  # test prompts, the first of the split (half easy, half hard on the trap task)
 BASE_MODEL = "the base model"
 
@@ -155,7 +155,7 @@ BASE_MODEL = "the base model"
 def passk_effect(arm_prompts: Sequence[pd.DataFrame], base_prompts: Sequence[pd.DataFrame], k: int) -> dict:
     """Arm minus base pass@k, paired by prompt, each side first averaged over its seeds' tables
     (:func:`rlalgos.workbook.exploration.per_prompt`, the same prompts in each): the mean over
-    prompts and its 95% normal interval over prompts (notebook 09's ``passk_effect``)."""
+    prompts and its 95% normal interval over prompts (notebook 09b's pass@k verdict lines)."""
     import math
 
     def pooled(tables):
@@ -177,7 +177,7 @@ def passk_effect(arm_prompts: Sequence[pd.DataFrame], base_prompts: Sequence[pd.
 def passk(groups: Mapping[str, Sequence[pd.DataFrame]]) -> list[dict]:
     """Yue et al.'s question of each trained arm: its checkpoints' pass@1 and pass@n against the base
     model's on the same :data:`PASSK_PROMPTS` test prompts, :data:`PASSK_N` samples each (cached next to
-    each model, under the names notebook 09 uses, so its samples are read back), paired by prompt
+    each model, under the names notebook 09b uses, so its samples are read back), paired by prompt
     (:func:`passk_effect`). RL that sharpens raises pass@1 (the headline) and does not raise pass@n."""
     from pathlib import Path
 

@@ -157,17 +157,26 @@ def label_color(label: str) -> str:
     return PALETTE.get(label) or OTHER_COLORS[zlib.crc32(label.encode()) % len(OTHER_COLORS)]
 
 
+NEAR = 0.32
+"""Two colours closer than this (Euclidean distance of their RGB values in [0, 1]) are hard to tell apart in one figure."""
+
+
+def _near(a: str, b: str) -> bool:
+    return float(np.linalg.norm(np.subtract(matplotlib.colors.to_rgb(a), matplotlib.colors.to_rgb(b)))) < NEAR
+
+
 def figure_colors(labels: Sequence[str]) -> dict[str, str]:
-    """:func:`label_color` of each label, except that a label whose colour another label of the
-    same figure already has takes the next free one (two curves never share a colour)."""
+    """:func:`label_color` of each label, except that a label that is no algorithm name, whose colour is the
+    same as or :data:`NEAR` one another label of the same figure already has, takes the next free one (the
+    curves of one figure stay apart; algorithm names always keep theirs)."""
     out: dict[str, str] = {}
     pool = list(dict.fromkeys([*PALETTE.values(), *OTHER_COLORS]))
     for label in sorted(labels, key=lambda lab: lab not in PALETTE):  # algorithm names keep theirs first
         color = label_color(label)
-        if (
-            color in out.values()
-        ):  # the next free colour of the pool, or (more curves than colours) one of a spread of hues
-            free = [c for c in pool[pool.index(color) :] + pool if c not in out.values()]
+        clash = color in out.values() or (label not in PALETTE and any(_near(color, c) for c in out.values()))
+        if clash:  # the next free colour of the pool, or (more curves than colours) one of a spread of hues
+            free = [c for c in pool[pool.index(color) :] + pool if not any(_near(c, u) for u in out.values())]
+            free = free or [c for c in pool if c not in out.values()]
             color = free[0] if free else matplotlib.colors.to_hex(plt.cm.hsv(len(out) / (len(labels) + 1)))
         out[label] = color
     return out
@@ -209,6 +218,7 @@ def plot_runs(
     title: str | None = None,
     log_keys: Sequence[str] = (),
     caption: bool = True,
+    bands: bool = True,
 ):
     """One panel per metric, one line per group (mean across its seeds) with a
     band from the lowest to the highest seed. Train metrics are smoothed with a
@@ -221,7 +231,7 @@ def plot_runs(
     colour (:func:`label_color`: the same label, the same colour in every figure) and line style;
     rates and shares, bands and error bars included, stay inside [0, 1]. The legend collects
     every group from every panel; ``caption`` adds a line under the figure saying what the
-    lines, bands and smoothing are.
+    lines, bands and smoothing are. ``bands=False`` draws the means alone (many groups in one panel).
 
     runs: ``{label: [df, ...]}``, or a list of DataFrames / run folders (grouped by algorithm)
     Returns the matplotlib Figure.
@@ -254,7 +264,7 @@ def plot_runs(
                 ax.errorbar(x, mean, yerr=[below, above], color=color, label=name, capsize=2, **style)
             else:
                 ax.plot(x, mean, color=color, label=name, **style)
-            if len(dfs) > 1:
+            if len(dfs) > 1 and bands:
                 ax.fill_between(x, lo, hi, color=color, alpha=0.2)
         ax.set_title(TITLES.get(key, key), fontsize=10)
         ax.set_xlabel("step")
@@ -282,7 +292,11 @@ def plot_runs(
     if caption:
         several = any(len(dfs) > 1 for dfs in groups.values())
         text = (
-            "lines: mean over seeds; bands: the seeds' range (lowest to highest); "
+            (
+                "lines: mean over seeds; bands: the seeds' range (lowest to highest); "
+                if bands
+                else "lines: mean over seeds (no bands); "
+            )
             if several
             else "one run per line (eval accuracy: error bars of one binomial standard error); "
         )

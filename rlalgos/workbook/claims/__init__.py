@@ -28,7 +28,7 @@ from .data import BY_ID, CLAIMS, get_claim
 from .measure import run_claim, run_test
 from .model import KINDS, MIN_SEEDS, Claim, Expect, Layout, Quote, claim_verdict, directed_verdict, parse_seeds
 from .render import list_claims, load_published, readme_with_block, render_page, render_readme_block, report
-from .scrape import cell_outputs, effect_frame, effect_lines_in, extract_published, write_published
+from .scrape import cell_outputs, effect_lines_in, extract_published, write_published
 
 __all__ = [
     "BY_ID",
@@ -42,7 +42,6 @@ __all__ = [
     "cell_outputs",
     "claim_verdict",
     "directed_verdict",
-    "effect_frame",
     "effect_lines_in",
     "extract_published",
     "get_claim",

@@ -165,25 +165,13 @@ def _trained_effects(claim: Claim, seeds, jobs, runs_dir, overwrite, progress, o
     groups: dict[str, list] = {}
     for arm, _, cfg, _ in runs:
         groups.setdefault(arm, []).append(load_metrics(cfg.out_dir))
-    effects = []
     where = Path(runs[0][2].out_dir).resolve().parent.parent
     source = "runs: " + (
         where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
     )  # a path in the repository, not this machine's
-    for e in claim.expects:
-        base = e.base or claim.base
-        effects.append(
-            row_effect(
-                e.arm,
-                base,
-                e.metric,
-                e.direction,
-                e.headline,
-                paired_effect(groups[base], groups[e.arm], e.metric, e.tail),
-                seeds,
-                source,
-            )
-        )
+    effects = expected_effects(
+        claim, seeds, source, lambda base, e: paired_effect(groups[base], groups[e.arm], e.metric, e.tail)
+    )
     if claim.fit:  # a law over every step of the runs (its own interval), not a pairing by seed
         from ..measures import FITS
 
@@ -214,25 +202,31 @@ def _measured_effects(claim: Claim, seeds, *_) -> list[dict]:
         f"{claim.id}: measuring rlalgos.workbook.measures.{claim.measure} on seeds {','.join(map(str, seeds))} (no training)"
     )
     values = MEASURES[claim.measure](seeds)
-    effects = []
-    for e in claim.expects:
-        base = e.base or claim.base
-        row = paired_values(
+    return expected_effects(
+        claim,
+        seeds,
+        f"measured: rlalgos.workbook.measures.{claim.measure}",
+        lambda base, e: paired_values(
             pd.Series(values[base][e.metric], index=seeds), pd.Series(values[e.arm][e.metric], index=seeds), e.metric
+        ),
+    )
+
+
+def expected_effects(claim: Claim, seeds, source: str, row_of) -> list[dict]:
+    """One effect row per expected effect of ``claim``; ``row_of(base, expect)`` measures its paired difference."""
+    return [
+        row_effect(
+            e.arm,
+            e.base or claim.base,
+            e.metric,
+            e.direction,
+            e.headline,
+            row_of(e.base or claim.base, e),
+            seeds,
+            source,
         )
-        effects.append(
-            row_effect(
-                e.arm,
-                base,
-                e.metric,
-                e.direction,
-                e.headline,
-                row,
-                seeds,
-                f"measured: rlalgos.workbook.measures.{claim.measure}",
-            )
-        )
-    return effects
+        for e in claim.expects
+    ]
 
 
 def _write_record(rec: dict, out_dir: str | Path) -> dict:

@@ -2,12 +2,7 @@
 lines (:func:`rlalgos.workbook.stats.describe`) and verdict lines (:func:`rlalgos.workbook.stats.verdict_line`),
 the exact lines a :class:`~.model.Quote` names, and the records that :func:`write_published` writes
 (``python docs/extract_claims.py``).
-
-Notebook 09's committed outputs print some comparisons only as pandas tables (its
-:func:`rlalgos.workbook.stats.effect_table` displays and its pass@k table). Its code cells now also
-print a verdict line for each, and a verdict line wins wherever one is printed; until 09's next full
-run (75 minutes) writes them into its committed outputs, :func:`effect_frame` and
-:data:`PASSK_TABLE_ROW` read the tables. Delete both, and the ``frame`` fields, after that run.
+Every comparison a claim publishes is read from a line the notebook printed, never from a pandas table.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .model import PASSK_TABLE_ROW, Claim, Layout, Quote, effect, record, rounded
+from .model import Claim, Layout, Quote, effect, record, rounded
 from ..stats import t975
 
 _NUM = r"[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|nan)"
@@ -94,38 +89,6 @@ def printed_effect(
 
 
 # --------------------------------------------------------------------------- #
-# Notebook 09's tables, read until its next full run prints verdict lines for them
-# --------------------------------------------------------------------------- #
-
-
-def _tokens(line: str) -> list[str]:
-    return re.sub(r"(within noise|one seed)", lambda m: m.group(1).replace(" ", "_"), line).split()
-
-
-def effect_frame(text: str) -> dict[tuple[str, str], dict]:
-    """A displayed :func:`rlalgos.workbook.stats.effect_table` (pandas' wrapped text repr, two
-    index levels ``metric``/``arm`` in either order) -> {(arm, metric): {column: value}}."""
-    rows: dict[tuple[str, str], dict] = {}
-    for block in [b for b in re.split(r"\n\s*\n", text) if b.strip()]:
-        lines = block.splitlines()
-        cols = [c for c in lines[0].split() if c != "\\"]
-        names = lines[1].split()
-        if len(names) != 2:
-            continue
-        first = ""
-        for line in lines[2:]:
-            tok = _tokens(line)
-            if not line.startswith(" "):
-                first, tok = tok[0], tok[1:]
-            second, values = tok[0], tok[1:]
-            key = dict(zip(names, (first, second)))
-            cells = rows.setdefault((key["arm"], key["metric"]), {})
-            for c, v in zip(cols, values):
-                cells[c] = v.replace("_", " ") if c == "verdict" else float(v)
-    return rows
-
-
-# --------------------------------------------------------------------------- #
 # The records
 # --------------------------------------------------------------------------- #
 
@@ -147,8 +110,7 @@ def _find_quote(claim: Claim, quote: Quote, outputs: Mapping[int, list[str]], ro
 
 def extract_published(claim: Claim, root: str | Path) -> dict:
     """The claim's published record (the JSON of ``docs/claims/<id>.json``), read from the committed
-    outputs of the checkout at ``root``: effect and verdict lines (or, where a cell prints none, the
-    effect tables) for its :class:`~.model.Expect` s, the exact lines for its :class:`~.model.Quote` s.
+    outputs of the checkout at ``root``: effect and verdict lines for its :class:`~.model.Expect` s, the exact lines for its :class:`~.model.Quote` s.
     A number that is no longer printed raises ValueError."""
     root = Layout(root).root
     effects, quotes = [], []
@@ -159,12 +121,7 @@ def extract_published(claim: Claim, root: str | Path) -> dict:
         base = e.base or claim.base
         seeds = e.seeds or claim.seeds
         arm_name, base_name = claim.names.get(e.arm, e.arm), claim.names.get(base, base)
-        hit = printed_effect(
-            outputs, e.cell, arm_name, base_name, e.metric, len(seeds) if e.frame is not None else None
-        )
-        if hit is None and e.frame is not None:
-            effects.append(_table_effect(claim, e, base, seeds, outputs))
-            continue
+        hit = printed_effect(outputs, e.cell, arm_name, base_name, e.metric, len(e.seeds) if e.seeds else None)
         if hit is None:
             continue  # not published: the registry names it for runs (e.g. a metric the notebook did not print)
         i, h = hit
@@ -175,11 +132,11 @@ def extract_published(claim: Claim, root: str | Path) -> dict:
                 e.metric,
                 e.direction,
                 e.headline,
-                h["arm_mean"],
-                h["base_mean"],
-                h["diff"],
-                h["ci_low"],
-                h["ci_high"],
+                rounded(h["arm_mean"]),
+                rounded(h["base_mean"]),
+                rounded(h["diff"]),
+                rounded(h["ci_low"]),
+                rounded(h["ci_high"]),
                 seeds[: h["seeds"]] if len(seeds) >= h["seeds"] else seeds,
                 f"{where} cell {i}",
                 h["line"],
@@ -193,55 +150,21 @@ def extract_published(claim: Claim, root: str | Path) -> dict:
     return record(claim, effects, quotes, numbers_from="committed outputs")
 
 
-def _table_effect(claim: Claim, e, base: str, seeds, outputs: Mapping[int, list[str]]) -> dict:
-    """``e`` read from the ``e.frame``-th effect table its cell displayed."""
-    frames = [t for t in outputs.get(e.cell, []) if "ci_low" in t]
-    row = effect_frame(frames[e.frame]).get((e.arm, e.metric)) if e.frame < len(frames) else None
-    if row is None:
-        raise ValueError(
-            f"claim {claim.id}: no {e.arm}/{e.metric} in effect table {e.frame} of notebook {claim.notebook} cell {e.cell}"
-        )
-    return effect(
-        e.arm,
-        base,
-        e.metric,
-        e.direction,
-        e.headline,
-        rounded(row.get("arm_mean", row.get("arm"))),
-        rounded(row.get("base_mean", row.get(base))),
-        rounded(row["diff"]),
-        rounded(row["ci_low"]),
-        rounded(row["ci_high"]),
-        seeds,
-        f"notebook {claim.notebook.split('_')[0]} cell {e.cell}, table {e.frame}",
-    )
-
-
 def _quote_effect(claim: Claim, q: Quote, source: str, outputs: Mapping[int, list[str]]) -> dict:
-    """The paired effect a quote's line gives (read by its ``pattern``); a row of notebook 09's pass@k
-    table gives way to the verdict line the notebook prints for the same comparison."""
+    """The paired effect a quote's line gives (read by its ``pattern``)."""
     base = q.base or claim.base
-    hit = q.pattern == PASSK_TABLE_ROW and printed_effect(outputs, None, claim.names.get(q.arm, q.arm), base, q.metric)
-    if hit:
-        i, h = hit
-        diff, lo, hi = h["diff"], h["ci_low"], h["ci_high"]
-        seeds, source, line = (
-            (q.seeds or claim.seeds)[: h["seeds"]],
-            f"notebook {claim.notebook.split('_')[0]} cell {i}",
-            h["line"],
-        )
+    m = re.search(q.pattern, q.line)
+    if not m:
+        raise ValueError(f"claim {claim.id}: the pattern of a quote does not match its line {q.line!r}")
+    g = m.groupdict()
+    scale = 0.01 if q.line[m.end("diff") :].startswith(" points") else 1.0  # a verdict line's points, as a proportion
+    diff, line = float(g["diff"]) * scale, q.line
+    if g.get("sd") is not None:
+        n = int(g["n"])
+        half = t975(n - 1) * float(g["sd"]) * scale / math.sqrt(n)
+        lo, hi, seeds = diff - half, diff + half, (q.seeds or claim.seeds)[:n]
     else:
-        m = re.search(q.pattern, q.line)
-        if not m:
-            raise ValueError(f"claim {claim.id}: the pattern of a quote does not match its line {q.line!r}")
-        g = m.groupdict()
-        diff, line = float(g["diff"]), q.line
-        if g.get("sd") is not None:
-            n = int(g["n"])
-            half = t975(n - 1) * float(g["sd"]) / math.sqrt(n)
-            lo, hi, seeds = diff - half, diff + half, (q.seeds or claim.seeds)[:n]
-        else:
-            lo, hi, seeds = float(g["lo"]), float(g["hi"]), q.seeds or claim.seeds
+        lo, hi, seeds = float(g["lo"]) * scale, float(g["hi"]) * scale, q.seeds or claim.seeds
     return effect(
         q.arm,
         base,
@@ -263,7 +186,7 @@ def write_published(root: str | Path, ids: Sequence[str] | None = None) -> list[
     """:func:`extract_published` of every claim (or of ``ids``) into the checkout's ``docs/claims/<id>.json``.
     Without ``ids``, a record published by ``rlalgos claims run --publish`` (its numbers are from runs,
     not from a committed printout) is kept as it is; naming its id replaces it."""
-    from .data import CLAIMS, get_claim  # the claims' data names this module's table pattern
+    from .data import CLAIMS, get_claim
 
     json_dir = Layout(root).json_dir
     json_dir.mkdir(parents=True, exist_ok=True)

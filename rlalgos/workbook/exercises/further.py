@@ -1,4 +1,4 @@
-"""The exercises of notebooks 09, 10, 12 and 13: exploration, the engines' losses, where reasoning comes from, expert iteration."""
+"""The exercises of notebooks 09, 09b, 10, 12 and 13: exploration, pass@k, the engines' losses, where reasoning comes from, expert iteration."""
 
 from __future__ import annotations
 
@@ -65,6 +65,30 @@ def _rare_rise(answer):
 )
 def _clip_higher_share(answer, runs):
     return which_higher(answer, runs, "vanilla", "clip_higher", "eval_scratchpad_frac/hard")
+
+
+# --------------------------------------------------------------------------- #
+# 09b · pass@k, and which of DAPO's switches
+# --------------------------------------------------------------------------- #
+
+
+@exercise(
+    "09b.1",
+    "pass@k from 256 samples with 2 right",
+    "pass@k = 1 - C(n - c, k) / C(n, k): the chance that k of the n samples, drawn without replacement, include a right one",
+)
+def _pass_at_k(answer):
+    want = torch.tensor([core.pass_at_k(256, 2, k) for k in (1, 64, 256)], dtype=torch.float64)
+    return same(answer, want, "n = 256 samples, c = 2 right, k = 1, 64 and 256 (rlalgos.core.pass_at_k)", atol=1e-3)
+
+
+@exercise(
+    "09b.2",
+    "are DAPO's extra samples its gain?",
+    "compare dapo with vanilla_36_prompts (as many sampled answers per step) on eval_accuracy, paired by seed; 'noise' if the interval contains 0",
+)
+def _matched_samples(answer, runs):
+    return which_higher(answer, runs, "vanilla_36_prompts", "dapo", "eval_accuracy")
 
 
 # --------------------------------------------------------------------------- #

@@ -13,6 +13,7 @@ from ...experiments import (
     NB10_MM_TRAIN,
     REGIMES,
     TRAP_OUT,
+    TRAP_SEEDS,
     TRAP_SHARED,
     claim_fields,
     trap_arms,
@@ -48,6 +49,7 @@ NB09 = dict(
     base="vanilla",
     shared={k: v for k, v in TRAP_SHARED.items() if k not in ("task", "model", "progress", "overwrite")},
     figure="notebooks/09_exploration.ipynb#cell-19",
+    seeds=TRAP_SEEDS,
 )
 
 

@@ -1,11 +1,13 @@
-"""Notebook 09's claims: entropy, exploration and pass@k in the trap regime built for them."""
+"""Notebooks 09's and 09b's claims: entropy, exploration and pass@k in the trap regime built for them."""
 
 from __future__ import annotations
 
 from ...measures import BASE_MODEL
-from ...experiments import TRAP_ARMS
+from ...experiments import TRAP_ABLATION_ARMS, TRAP_ARM_TRAIN, TRAP_ARMS, TRAP_PASSK_SEEDS
 from .common import CUI, DAPO, nb09
-from ..model import PASSK_TABLE_ROW, Claim, Expect, Quote
+from ..model import Claim, Expect, Quote
+
+NB09B = "09b_pass_at_k_and_dapo.ipynb"
 
 CLAIMS = (
     Claim(
@@ -21,11 +23,10 @@ CLAIMS = (
         },
         fit="entropy_fit",
         quotes=(
-            Quote(
-                "{'steps': 720, 'corr': -0.2361, 'slope': -0.0844, 'slope_low': -0.1097, 'slope_high': -0.059, 'sign_as_predicted': 0.6843"
-            ),
-            Quote("0   -5.279e-03"),
-            Quote("2    6.182e-04"),
+            Quote("1440 steps from 48 runs: correlation -0.240, slope -0.0911 (95% CI -0.1101..-0.0720)"),
+            Quote("steps whose entropy change has the sign the law predicts: 66.0% (chance: 50%)"),
+            Quote("reward the likely token 0 +0.01000        +0.52835      -0.00528     -0.00528"),
+            Quote("  reward the rare token 4 +0.01000        -0.06156      +0.00062     +0.00062"),
         ),
     ),
     Claim(
@@ -33,13 +34,19 @@ CLAIMS = (
         "Vanilla GRPO's entropy collapses and it locks into what was rewarded first",
         DAPO,
         "end-to-end",
-        "not as stated: entropy falls by a third and the rare strategy is found; what collapses is the easy skill (its groups are all right, so nothing in the loss defends it)",
-        stated="not as stated (start vs end of one arm, no pair)",
+        "not as stated: the entropy falls by 45% but the rare strategy is found (hard-prompt scratchpad share 7.7% -> 67.3%); what collapses is the easy skill (its groups are all right, so nothing in the loss defends it)",
+        stated="not as stated (vanilla's end against its own start, paired by seed)",
         **{**nb09(), "figure": "notebooks/09_exploration.ipynb#cell-12"},
         quotes=(
-            Quote("eval_entropy                       0.403        0.266  [0.282, 0.269, 0.248]"),
-            Quote("eval_accuracy/easy                 0.753        0.188  [0.199, 0.253, 0.112]"),
-            Quote("eval_scratchpad_frac/hard          0.076        0.448  [0.439, 0.532, 0.374]"),
+            Quote(
+                "eval_entropy  vanilla - base = -0.183 (95% CI -0.226..-0.139, 6 seeds; detectable >= 0.0431) -> shown"
+            ),
+            Quote(
+                "eval_accuracy/easy  vanilla - base = -46.2 points (95% CI -57.4..-35.0, 6 seeds; detectable >= 11.2) -> shown"
+            ),
+            Quote(
+                "eval_scratchpad_frac/hard  vanilla - base = +59.5 points (95% CI +43.7..+75.4, 6 seeds; detectable >= 15.8) -> shown"
+            ),
         ),
     ),
     Claim(
@@ -47,9 +54,9 @@ CLAIMS = (
         "RL sharpens: it raises pass@1, not pass@k at large k, where the base model catches up",
         "Yue et al. 2025, arXiv:2504.13837",
         "end-to-end",
-        "reproduced: pass@1 up beyond the noise, pass@256 level with the base model (within noise, never above it); in the trap the trained models end below the base model at every k. Fresh seeds 20-22: the same (pass@1 +0.123, CI +0.082..+0.164 for GRPO, +0.107 for DAPO; pass@256 0.990 and 1.000 against the base model's 1.000)",
-        notebook="09_exploration.ipynb",
-        figure="notebooks/09_exploration.ipynb#cell-28",
+        "reproduced on the default task: pass@1 up beyond the noise, pass@64 within 3 points of the base model, pass@256 at the base model's ceiling (1.000); in the trap every trained model ends below the base model at every k (docs/bench/claims_seeds_20_21_22/rl-sharpens.json: fresh seeds 20-22 gave the same on the default task)",
+        notebook=NB09B,
+        figure=f"notebooks/{NB09B}#cell-9",
         fit="passk",
         task="addition",
         run_dir="runs/exploration_default/{arm}_s{seed}",
@@ -57,26 +64,24 @@ CLAIMS = (
         arms={
             "grpo": ("grpo", {}),
             "dapo": ("dapo", {}),
-        },  # notebook 09's default-task runs (32 prompts x 8 per step, each algorithm's defaults)
-        names={"grpo": "default task: grpo", "dapo": "default task: dapo"},  # as notebook 09's verdict lines name them
+        },  # notebook 09b's default-task runs (32 prompts x 8 per step, each algorithm's defaults)
+        names={"grpo": "default task: grpo", "dapo": "default task: dapo"},  # as notebook 09b's verdict lines name them
         quotes=(
             Quote(
-                "default task: grpo      0.109 -0.017 -0.010  0.069 -0.045 -0.031   0.148",
+                "pass@1  default task: grpo - the base model = +10.7 points (95% CI +6.8..+14.6, 3 seeds; detectable >= 3.9) -> shown",
                 arm="grpo",
                 base=BASE_MODEL,
                 metric="pass@1",
                 direction=+1,
-                pattern=PASSK_TABLE_ROW,
             ),
             Quote(
-                "default task: dapo      0.102 -0.028 -0.010  0.067 -0.057 -0.031   0.138",
+                "pass@1  default task: dapo - the base model = +10.2 points (95% CI +6.7..+13.8, 3 seeds; detectable >= 3.5) -> shown",
                 arm="dapo",
                 base=BASE_MODEL,
                 metric="pass@1",
                 direction=+1,
-                pattern=PASSK_TABLE_ROW,
             ),
-            Quote("vanilla                -0.290 -0.332 -0.333 -0.408 -0.477 -0.468  -0.172"),
+            Quote("pass@256  vanilla - base = -18.8 points (95% CI -30.5..-7.0, 3 seeds; detectable >= 11.7) -> shown"),
         ),
     ),
     Claim(
@@ -84,31 +89,12 @@ CLAIMS = (
         "Clip-higher grows the rare strategy in a regime built for exploration",
         DAPO,
         "end-to-end",
-        "not at this scale, even here: the clip almost never binds on the tokens it is for",
+        "the opposite at this scale: clip-higher ended with a smaller share of scratchpads on hard prompts than vanilla; the clip almost never binds on the rare rewarded tokens it is for",
         **nb09("clip_higher"),
         expects=(
-            Expect("clip_higher", "eval_scratchpad_frac/hard", +1, cell=18, frame=0, tail=1),
-            Expect("clip_higher", "eval_accuracy/hard", +1, cell=18, frame=0, tail=1, headline=False),
-            Expect(
-                "clip_higher",
-                "eval_scratchpad_frac/hard",
-                +1,
-                cell=21,
-                frame=0,
-                tail=1,
-                headline=False,
-                seeds=(3, 4, 5),
-            ),
-            Expect(
-                "clip_higher",
-                "eval_scratchpad_frac/hard",
-                +1,
-                cell=21,
-                frame=1,
-                tail=1,
-                headline=False,
-                seeds=(0, 1, 2, 3, 4, 5),
-            ),
+            Expect("clip_higher", "eval_scratchpad_frac/hard", +1, cell=18, tail=1),
+            Expect("clip_higher", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
+            Expect("clip_higher", "eval_entropy", +1, cell=18, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -116,14 +102,14 @@ CLAIMS = (
         "Clip-Cov and KL-Cov keep the entropy up by acting on the highest-covariance tokens",
         CUI,
         "end-to-end",
-        "exact against verl; end to end not shown: the first-set effects did not come back on fresh seeds (pass@4 is a lead)",
+        "exact against verl; end to end not shown: neither kept the entropy above vanilla's beyond the noise of 6 seeds, and KL-Cov lowered pass@4",
         test="tests/test_loss_modes.py::test_loss_and_gradient_equal_verl",
         **nb09("clip_cov", "kl_cov"),
         expects=(
-            Expect("clip_cov", "eval_entropy", +1, cell=18, frame=0, tail=1),
-            Expect("kl_cov", "eval_entropy", +1, cell=18, frame=0, tail=1),
-            Expect("clip_cov", "eval_accuracy/hard", +1, cell=18, frame=0, tail=1, headline=False),
-            Expect("clip_cov", "eval_accuracy/hard", +1, cell=21, frame=0, tail=1, headline=False, seeds=(3, 4, 5)),
+            Expect("clip_cov", "eval_entropy", +1, cell=18, tail=1),
+            Expect("kl_cov", "eval_entropy", +1, cell=18, tail=1),
+            Expect("clip_cov", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
+            Expect("kl_cov", "eval_pass@4", +1, cell=18, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -131,17 +117,15 @@ CLAIMS = (
         "An entropy bonus, the temperature monitor or a KL term preserves exploration",
         DAPO,
         "end-to-end",
-        "not shown (the entropy bonus's pass@4 is a lead)",
+        "not shown: none kept the entropy above vanilla's beyond the noise; the temperature monitor lowered the hard-prompt scratchpad share and accuracy",
         **nb09("entropy_bonus", "temperature", "kl"),
         expects=(
-            Expect("entropy_bonus", "eval_entropy", +1, cell=18, frame=0, tail=1),
-            Expect("temperature", "eval_entropy", +1, cell=18, frame=0, tail=1),
-            Expect("kl", "eval_entropy", +1, cell=18, frame=0, tail=1),
-            Expect("entropy_bonus", "eval_pass@4", +1, cell=18, frame=0, tail=1, headline=False),
-            Expect("entropy_bonus", "eval_pass@4", +1, cell=21, frame=0, tail=1, headline=False, seeds=(3, 4, 5)),
-            Expect(
-                "entropy_bonus", "eval_pass@4", +1, cell=21, frame=1, tail=1, headline=False, seeds=(0, 1, 2, 3, 4, 5)
-            ),
+            Expect("entropy_bonus", "eval_entropy", +1, cell=18, tail=1),
+            Expect("temperature", "eval_entropy", +1, cell=18, tail=1),
+            Expect("kl", "eval_entropy", +1, cell=18, tail=1),
+            Expect("entropy_bonus", "eval_pass@4", +1, cell=18, tail=1, headline=False),
+            Expect("temperature", "eval_scratchpad_frac/hard", +1, cell=18, tail=1, headline=False),
+            Expect("temperature", "eval_accuracy", +1, cell=18, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -149,17 +133,13 @@ CLAIMS = (
         "Improved GRPO beats vanilla in a regime built for exploration",
         DAPO,
         "end-to-end",
-        "reproduced on fresh seeds: improved GRPO learns the rare strategy and keeps the easy skill, while lowering entropy (convergence, not lost exploration); arm added after the first sweep was read",
+        "shown over 6 seeds: improved GRPO is ahead on test and hard-prompt accuracy and pass@4 while lowering entropy (convergence, not lost exploration), yet still ends below the base model",
         **nb09("dapo"),
-        seeds=(3, 4, 5),
         expects=(
-            Expect("dapo", "eval_accuracy", +1, cell=21, frame=0, tail=1),
-            Expect("dapo", "eval_pass@4", +1, cell=21, frame=0, tail=1, headline=False),
-            Expect("dapo", "eval_accuracy", +1, cell=18, frame=0, tail=1, headline=False, seeds=(0, 1, 2)),
-            Expect(
-                "dapo", "eval_accuracy/hard", +1, cell=21, frame=1, tail=1, headline=False, seeds=(0, 1, 2, 3, 4, 5)
-            ),
-            Expect("dapo", "eval_entropy", -1, cell=21, frame=1, tail=1, headline=False, seeds=(0, 1, 2, 3, 4, 5)),
+            Expect("dapo", "eval_accuracy", +1, cell=18, tail=1),
+            Expect("dapo", "eval_pass@4", +1, cell=18, tail=1, headline=False),
+            Expect("dapo", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
+            Expect("dapo", "eval_entropy", -1, cell=18, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -167,13 +147,21 @@ CLAIMS = (
         "In the exploration regime the switch that carries DAPO's gain is dynamic sampling",
         DAPO,
         "end-to-end",
-        "shown (3 seeds): dynamic sampling alone gives two thirds of DAPO's accuracy gain and DAPO needs it; it lowers entropy; arms added after the dapo row was read",
-        **nb09("dapo", "dynamic_only", "dapo_no_dynamic"),
+        "dynamic sampling alone lifts vanilla's accuracy (shown) and lowers the entropy, but vanilla given DAPO's sample count did about as well (DAPO minus it within noise, 3 seeds), so better groups and more samples are not separated",
+        **{
+            **nb09("dapo", *TRAP_ABLATION_ARMS),
+            "notebook": NB09B,
+            "figure": f"notebooks/{NB09B}#cell-17",
+            "seeds": TRAP_PASSK_SEEDS,
+            "train": TRAP_ARM_TRAIN,
+        },
         expects=(
-            Expect("dynamic_only", "eval_accuracy", +1, cell=31, frame=0, tail=1),
-            Expect("dapo_no_dynamic", "eval_accuracy", -1, cell=31, frame=1, tail=1, base="dapo"),
-            Expect("dynamic_only", "eval_pass@4", +1, cell=31, frame=0, tail=1, headline=False),
-            Expect("dynamic_only", "eval_entropy", -1, cell=31, frame=0, tail=1, headline=False),
+            Expect("dynamic_only", "eval_accuracy", +1, cell=16, tail=1),
+            Expect("dapo_no_dynamic", "eval_accuracy", -1, cell=16, tail=1, base="dapo"),
+            Expect("dynamic_only", "eval_pass@4", +1, cell=16, tail=1, headline=False),
+            Expect("dynamic_only", "eval_entropy", -1, cell=16, tail=1, headline=False),
+            Expect("vanilla_36_prompts", "eval_accuracy", +1, cell=16, tail=1, headline=False),
+            Expect("dapo", "eval_accuracy", +1, cell=16, tail=1, base="vanilla_36_prompts"),
         ),
     ),
 )
