@@ -55,7 +55,7 @@ WIDE = {
     "08_after_dapo.ipynb": 21,
     "09_exploration.ipynb": 66,  # its verdict lines (the course's one-line format, 110-150 characters)
     "09b_pass_at_k_and_dapo.ipynb": 81,  # likewise
-    "10_engines.ipynb": 27,
+    "10_engines.ipynb": 38,  # its verdict lines, each run also against its own step 0
     "12_where_reasoning_comes_from.ipynb": 20,
     "13_expert_iteration.ipynb": 44,
 }

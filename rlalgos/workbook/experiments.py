@@ -178,7 +178,14 @@ NB10 = dict(
     base="grpo",
     figure="notebooks/10_engines.ipynb#cell-10",
     shared=dict(
-        steps=15, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=0, save_every=0
+        steps=15,
+        prompts_per_step=16,
+        group_size=8,
+        eval_prompts=100,
+        eval_samples=4,
+        eval_every=0,
+        save_every=0,
+        stop_on_collapse=False,  # CISPO collapses under the push: that is the result, so the doctor must not stop it
     ),
 )
 NB10_ARMS = {name: (name, dict(_PUSH)) for name in ("grpo", "cispo", "sapo")}
