@@ -241,6 +241,7 @@ def plot_runs(
     nrows = int(np.ceil(len(keys) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
     colors = figure_colors(list(groups))
+    dots = False  # whether any curve is drawn as dots (an eval metric with fewer than 5 evaluations)
     for ax, key in zip(axes.flat, keys):
         if key == COST:
             _cost_panel(ax, groups, colors)
@@ -257,6 +258,7 @@ def plot_runs(
             style = dict(ls=LINESTYLES[i % len(LINESTYLES)], lw=max(2.2 - 0.4 * i, 1.0))
             if key.startswith("eval"):
                 style.update({"marker": "o", "ms": 3, **({"ls": "none", "ms": 5} if len(x) < 5 else {})})
+                dots = dots or len(x) < 5
             n = eval_sample_count(dfs[0], key) if len(dfs) == 1 else None
             if n:
                 se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / n)
@@ -291,18 +293,25 @@ def plot_runs(
     fig.tight_layout(rect=(0, 0.04 if caption else 0, 1, 0.93))
     if caption:
         several = any(len(dfs) > 1 for dfs in groups.values())
+        drawn = "lines (dots where a metric has fewer than 5 evaluations)" if dots else "lines"
         text = (
             (
-                "lines: mean over seeds; bands: the seeds' range (lowest to highest); "
+                f"{drawn}: mean over seeds; bands: the seeds' range (lowest to highest); "
                 if bands
-                else "lines: mean over seeds (no bands); "
+                else f"{drawn}: mean over seeds (no bands); "
             )
             if several
-            else "one run per line (eval accuracy: error bars of one binomial standard error); "
+            else f"{drawn}: one run each (eval accuracy: error bars of one binomial standard error); "
         )
-        text += (
-            f"train metrics smoothed over {smooth} steps, eval metrics as measured" if smooth > 1 else "no smoothing"
-        )
+        trained = [k for k in keys if k != COST and not k.startswith("eval")]
+        if not trained:
+            text += "eval metrics as measured"
+        else:
+            text += (
+                f"train metrics smoothed over {smooth} steps, eval metrics as measured"
+                if smooth > 1
+                else "no smoothing"
+            )
         fig.text(0.5, 0.0, text, ha="center", va="bottom", fontsize=9, color="0.3")
     return fig
 
