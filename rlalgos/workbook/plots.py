@@ -124,17 +124,18 @@ PALETTE = {
     "grpo": "#dd8452",
     "vanilla": "#dd8452",
     "baseline": "#dd8452",
+    "fresh": "#dd8452",
     "dapo": "#55a868",
     "drgrpo": "#c44e52",
     "dualclip": "#937860",
     "gspo": "#da8bc3",
     "clipcov": "#8c8c8c",
     "klcov": "#ccb974",
-    "cispo": "#1f77b4",
+    "cispo": "#2f2f2f",
     "sapo": "#17becf",
 }
 """One colour per algorithm in every figure of the course: vanilla GRPO (and the arm a notebook compares against,
-``vanilla`` / ``baseline``) is always orange, DAPO always green."""
+``vanilla`` / ``baseline`` / ``fresh``) is always orange, DAPO always green."""
 OTHER_COLORS = (
     "#2ca02c",
     "#9467bd",
