@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from rlalgos.workbook.plots import eval_sample_count, is_binary, plot_runs, summary_table
+from rlalgos.workbook.plots import eval_sample_count, figure_colors, is_binary, plot_runs, summary_table
 from rlalgos.engine.runs import run_metrics
 
 
@@ -119,3 +119,12 @@ def test_bands_of_shares_stay_in_0_1_and_the_caption_says_what_they_are(tmp_path
     assert few.get_linestyle() == "None" and few.get_marker() == "o"  # 2 evaluations: markers, not a line
     single = plot_runs([fake_run(tmp_path, "one")], keys=["eval_accuracy"])
     assert any("binomial standard error" in t.get_text() for t in single.texts)
+
+
+def test_a_colour_assignment_can_be_shared_between_figures(tmp_path):
+    runs = {"vanilla": [fake_run(tmp_path, "v")], "dynamic_only": [fake_run(tmp_path, "d")]}
+    shared = figure_colors(["vanilla", "entropy_bonus", "dynamic_only"])  # one notebook's arms, one assignment
+    fig = plot_runs(runs, keys=["reward_mean"], colors=shared)
+    drawn = {ln.get_label().split(" (")[0]: matplotlib.colors.to_hex(ln.get_color()) for ln in fig.axes[0].lines}
+    assert drawn == {"vanilla": shared["vanilla"], "dynamic_only": shared["dynamic_only"]}
+    assert shared["dynamic_only"] != shared["entropy_bonus"]

@@ -220,6 +220,7 @@ def plot_runs(
     log_keys: Sequence[str] = (),
     caption: bool = True,
     bands: bool = True,
+    colors: Mapping[str, str] | None = None,
 ):
     """One panel per metric, one line per group (mean across its seeds) with a
     band from the lowest to the highest seed. Train metrics are smoothed with a
@@ -233,6 +234,8 @@ def plot_runs(
     rates and shares, bands and error bars included, stay inside [0, 1]. The legend collects
     every group from every panel; ``caption`` adds a line under the figure saying what the
     lines, bands and smoothing are. ``bands=False`` draws the means alone (many groups in one panel).
+    ``colors`` (label -> colour) overrides :func:`figure_colors` for the labels it names, so that two figures of
+    one notebook can share one assignment (e.g. ``figure_colors`` of every arm the notebook shows).
 
     runs: ``{label: [df, ...]}``, or a list of DataFrames / run folders (grouped by algorithm)
     Returns the matplotlib Figure.
@@ -241,7 +244,7 @@ def plot_runs(
     ncols = ncols or min(len(keys), 4)
     nrows = int(np.ceil(len(keys) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
-    colors = figure_colors(list(groups))
+    colors = {**figure_colors(list(groups)), **(colors or {})}
     dots = False  # whether any curve is drawn as dots (an eval metric with fewer than 5 evaluations)
     for ax, key in zip(axes.flat, keys):
         if key == COST:
