@@ -82,3 +82,14 @@ def test_effect_lines_read_like_the_numbers(tmp_path):
     assert line.startswith("x vs grpo, eval_accuracy: 0.403 vs 0.400, paired diff +0.003 (95% CI -")
     half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3**0.5  # the interval's half-width: what 3 seeds could detect
     assert line.endswith(f"3 seeds; detectable >= {half:.3f}): within noise"), line
+
+
+def test_one_seed_rows_have_the_same_columns_as_paired_ones():
+    """A fast-mode table (one seed) can be sliced by the same columns as a full one ("detectable" included)."""
+    import pandas as pd
+
+    from rlalgos.workbook.stats import paired_values
+
+    one = paired_values(pd.Series({0: 0.2}), pd.Series({0: 0.3}), "eval_accuracy")
+    three = paired_values(pd.Series({0: 0.2, 1: 0.25, 2: 0.3}), pd.Series({0: 0.3, 1: 0.3, 2: 0.4}), "eval_accuracy")
+    assert set(three) <= set(one) and one["verdict"] == "one seed"

@@ -117,7 +117,14 @@ def paired_values(a: pd.Series, b: pd.Series, key: str) -> dict:
         "seeds": n,
     }
     if n < 2:
-        return {**out, "diff_sd": np.nan, "ci_low": np.nan, "ci_high": np.nan, "verdict": "one seed"}
+        return {
+            **out,
+            "diff_sd": np.nan,
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "detectable": np.nan,
+            "verdict": "one seed",
+        }
     sd = float(d.std(ddof=1))
     half = t975(n - 1) * sd / math.sqrt(n)
     lo, hi = out["diff"] - half, out["diff"] + half
