@@ -13,6 +13,7 @@ from rlalgos.workbook.stats import (
     effect_table,
     final_value,
     paired_effect,
+    paired_values,
     steps_to,
     t975,
 )
@@ -86,10 +87,6 @@ def test_effect_lines_read_like_the_numbers(tmp_path):
 
 def test_one_seed_rows_have_the_same_columns_as_paired_ones():
     """A fast-mode table (one seed) can be sliced by the same columns as a full one ("detectable" included)."""
-    import pandas as pd
-
-    from rlalgos.workbook.stats import paired_values
-
     one = paired_values(pd.Series({0: 0.2}), pd.Series({0: 0.3}), "eval_accuracy")
     three = paired_values(pd.Series({0: 0.2, 1: 0.25, 2: 0.3}), pd.Series({0: 0.3, 1: 0.3, 2: 0.4}), "eval_accuracy")
     assert set(three) <= set(one) and one["verdict"] == "one seed"
