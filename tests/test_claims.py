@@ -277,9 +277,9 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
         ("04b_dapo_where_it_helps.ipynb", [1, 2, 23, 24]),
         ("08_after_dapo.ipynb", [1, 2, 12]),
         ("07_reward_model.ipynb", [1, 2, 10]),
-        ("10_engines.ipynb", [1, 2, 9, 21]),
+        ("10_engines.ipynb", [1, 2, 8, 19]),
         ("05_side_by_side.ipynb", [1, 2, 8]),
-        ("09_exploration.ipynb", [1, 2, 11]),
+        ("09_exploration.ipynb", [1, 2, 10]),
         ("09b_pass_at_k_and_dapo.ipynb", [1, 2, 3]),
     ],
 )

@@ -18,6 +18,7 @@ from rlalgos.workbook.stats import (
     t975,
 )
 from rlalgos.engine.runs import run_metrics
+from rlalgos.workbook.claims import effect_lines_in
 
 
 def _run(tmp_path, name, seed, acc_end, entropy):
@@ -80,9 +81,12 @@ def test_effect_lines_read_like_the_numbers(tmp_path):
         "x": [_run(tmp_path, f"x{s}", s, a, 0.2) for s, a in enumerate((0.45, 0.35, 0.41))],
     }
     (line,) = effect_lines(groups, "grpo", ["eval_accuracy"])
-    assert line.startswith("x vs grpo, eval_accuracy: 0.403 vs 0.400, paired diff +0.003 (95% CI -")
+    # the course's verdict format, both means first (proportions), the difference in points
+    assert line.startswith("eval_accuracy  x - grpo = +0.3 points (0.403 vs 0.400; 95% CI -"), line
     half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3**0.5  # the interval's half-width: what 3 seeds could detect
-    assert line.endswith(f"3 seeds; detectable >= {half:.3f}): within noise"), line
+    assert line.endswith(f"3 seeds; detectable >= {100 * half:.1f}) -> within noise (could see >= {100 * half:.1f} points)")
+    (row,) = effect_lines_in([line])  # the claims read the same line back, means included
+    assert (row["arm_mean"], row["base_mean"], row["seeds"]) == (0.403, 0.4, 3) and row["diff"] == pytest.approx(0.003)
 
 
 def test_one_seed_rows_have_the_same_columns_as_paired_ones():

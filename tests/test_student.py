@@ -12,11 +12,13 @@ import pytest
 from rlalgos.tools import cli
 from rlalgos.workbook.student import (
     SOLUTION_SENTENCE,
+    SOLUTIONS_HEADING,
     STUDENT_SENTENCE,
     hide_solution_outputs,
     hide_solution_outputs_in_file,
     is_exercise,
     is_solution,
+    solutions_at_end,
     student_notebook,
     write_student_edition,
 )
@@ -120,16 +122,35 @@ def test_a_student_notebook_runs_and_its_checks_say_not_answered(tmp_path, monke
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.stem)
 def test_every_solution_cell_hides_its_code_and_its_output(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    for i, cell in enumerate(c for c in cells if is_solution(c)):
+    for i, cell in enumerate(c for c in cells if is_solution(c) and c["cell_type"] == "code"):
         assert cell["metadata"].get("jupyter") == {"outputs_hidden": True, "source_hidden": True}, (
             f"{path.name}: solution {i}"
         )
 
 
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.stem)
+def test_solutions_are_kept_apart_at_the_end(path):
+    """Every worked solution is tagged (so the student edition drops it) and sits in the closing Solutions
+    section, after every exercise and lesson cell, as a textbook keeps them."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    untagged = [
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "code" and "".join(c["source"]).lstrip().startswith("# Solution") and not is_solution(c)
+    ]
+    assert not untagged, f"{path.name}: solution cells {untagged} are not tagged 'solution'"
+    tail = [i for i, c in enumerate(cells) if is_solution(c)]
+    if tail:
+        assert tail == list(range(len(cells) - len(tail), len(cells))), f"{path.name}: solutions {tail} are not the last cells"
+        assert "".join(cells[tail[0]]["source"]).startswith(SOLUTIONS_HEADING)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert solutions_at_end(nb) == len(tail) - bool(tail) and nb["cells"] == cells  # already in place: nothing moves
+
+
 def test_hide_solution_outputs_changes_only_those_lines(tmp_path):
     nb = json.loads(NB01.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        if is_solution(cell):
+        if is_solution(cell) and cell["cell_type"] == "code":
             del cell["metadata"]["jupyter"]["outputs_hidden"]
     copy = tmp_path / NB01.name
     copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -176,7 +176,7 @@ NB10 = dict(
     task="addition:terms=2-6",
     run_dir="runs/nb10/{arm}_push/seed{seed}",
     base="grpo",
-    figure="notebooks/10_engines.ipynb#cell-10",
+    figure="notebooks/10_engines.ipynb#cell-9",
     shared=dict(
         steps=15,
         prompts_per_step=16,
@@ -194,7 +194,7 @@ NB10_MM = dict(
     task="addition",
     run_dir="runs/nb10/mismatch/{arm}/seed{seed}",
     base="fresh",
-    figure="notebooks/10_engines.ipynb#cell-22",
+    figure="notebooks/10_engines.ipynb#cell-20",
     shared=dict(
         steps=30, prompts_per_step=16, group_size=8, eval_prompts=200, eval_samples=4, eval_every=0, save_every=0
     ),

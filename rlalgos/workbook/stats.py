@@ -161,9 +161,9 @@ def effect_lines(
     arms: Sequence[str] | None = None,
     tail: int = 5,
 ) -> list[str]:
-    """:func:`effect_table` as readable lines (:func:`describe`), one per (arm, metric)."""
+    """:func:`effect_table` as the course's verdict lines (:func:`verdict_line` with both means), one per (arm, metric)."""
     table = effect_table(groups, baseline, keys, arms, tail)
-    return [describe({**row, "metric": metric}, arm, baseline) for (arm, metric), row in table.iterrows()]
+    return [verdict_line({**row, "metric": metric}, arm, baseline, means=True) for (arm, metric), row in table.iterrows()]
 
 
 def is_share(key: str) -> bool:
@@ -173,22 +173,26 @@ def is_share(key: str) -> bool:
     return "accuracy" in base or "pass@" in base or base.endswith("_frac")
 
 
-def verdict_line(row: Mapping, arm: str, base: str) -> str:
+def verdict_line(row: Mapping, arm: str, base: str, means: bool = False) -> str:
     """The course's one verdict format, from a :func:`paired_effect` row: e.g.
     ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``.
-    "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero."""
+    "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero.
+    ``means``: both ends first, in the metric's own units (``+4.3 points (0.680 vs 0.637; 95% CI ...``)."""
     scale, unit, f = (
         (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
     )
     head = f"{row['metric']}  {arm} - {base} = {row['diff'] * scale:+{f}}{unit}"
+    m = ".3f" if unit else ".3g"  # both ends: a share as a proportion, any other metric to 3 significant digits
+    ends = f"{row['arm_mean']:{m}} vs {row['base_mean']:{m}}; " if means else ""
     if row["seeds"] < 2 or row.get("ci_low") is None or row.get("ci_high") is None:
-        return f"{head} ({row['seeds']} seed{'s' if row['seeds'] != 1 else ''}; no interval) -> {row.get('verdict', 'one seed')}"
+        n = f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}"
+        return f"{head} ({ends}{n}; no interval) -> {row.get('verdict', 'one seed')}"
     detect = (
         (row["ci_high"] - row["ci_low"]) / 2 * scale
     )  # the half-width (a record written before "detectable" existed has only the ends)
     tail = f"within noise (could see >= {detect:{f}}{unit})" if row["verdict"] == "within noise" else row["verdict"]
     return (
-        f"{head} (95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
+        f"{head} ({ends}95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
         f"detectable >= {detect:{f}}) -> {tail}"
     )
 
@@ -196,17 +200,3 @@ def verdict_line(row: Mapping, arm: str, base: str) -> str:
 def binomial_se(p: float, n: int) -> float:
     """Standard error of an accuracy ``p`` measured on ``n`` independent samples."""
     return math.sqrt(max(p * (1 - p), 0.0) / n) if n else float("nan")
-
-
-def describe(row: Mapping, arm: str, base: str, digits: int = 3) -> str:
-    """One line for an :func:`effect_table` row: both ends, the paired difference, its
-    95% interval, the smallest effect it could have told from zero (the interval's half-width)
-    and the verdict, e.g. ``token_mean vs grpo, eval_accuracy: 0.301 vs 0.291, paired diff
-    +0.010 (95% CI -0.021..+0.041, 3 seeds; detectable >= 0.031): within noise``."""
-    f = f".{digits}f"
-    ci = f"95% CI {row['ci_low']:+{f}}..{row['ci_high']:+{f}}, " if row["seeds"] > 1 else ""
-    detect = f"; detectable >= {(row['ci_high'] - row['ci_low']) / 2:{f}}" if row["seeds"] > 1 else ""
-    return (
-        f"{arm} vs {base}, {row['metric']}: {row['arm_mean']:{f}} vs {row['base_mean']:{f}}, "
-        f"paired diff {row['diff']:+{f}} ({ci}{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}{detect}): {row['verdict']}"
-    )

@@ -1,7 +1,8 @@
 """The student edition: the notebooks without their worked solutions.
 
-In the notebooks a solution is the code cell right after its exercise, tagged
-``exercise`` and ``solution``, with its code collapsed (``metadata.jupyter``:
+In the notebooks the worked solutions are kept apart from their exercises, as a textbook's
+are: a closing **Solutions** section (:func:`solutions_at_end`), each solution a code cell
+tagged ``exercise`` and ``solution`` with its code collapsed (``metadata.jupyter``:
 ``source_hidden`` and ``outputs_hidden``). For a class, :func:`student_notebook`
 takes the solutions out altogether and clears the outputs of the exercise cells
 themselves (a committed check line tells what the run expected); every other
@@ -24,10 +25,9 @@ NOTEBOOKS_DIR = Path("notebooks")
 
 NOTEBOOKS = "[0-9][0-9]*_*.ipynb"
 
-# The exercises' introduction points at the solution cells; the edition has none.
-SOLUTION_SENTENCE = (
-    "The collapsed cell after each exercise (**Solution**, click to open) is a worked solution; try first."
-)
+# The exercises' introduction points at the solutions; the edition has none.
+SOLUTION_SENTENCE = "Worked solutions are in the **Solutions** section at the end of this notebook (collapsed); try first."
+SOLUTIONS_HEADING = "## Solutions"
 STUDENT_SENTENCE = "This edition leaves the worked solutions out."
 
 
@@ -114,7 +114,7 @@ def hide_solution_outputs(nb) -> int:
     Jupyter writes them, so the file's diff is the new lines only)."""
     changed = 0
     for cell in nb["cells"]:
-        if not is_solution(cell):
+        if not is_solution(cell) or cell["cell_type"] != "code":  # the Solutions heading has no code to hide
             continue
         meta = cell.setdefault("metadata", {})
         jupyter = meta.get("jupyter", {})
@@ -134,3 +134,33 @@ def hide_solution_outputs_in_file(path: str | Path) -> int:
     if changed:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return changed
+
+
+# --------------------------------------------------------------------------- #
+# Solutions kept apart: one closing section
+# --------------------------------------------------------------------------- #
+
+
+def solutions_at_end(nb) -> int:
+    """Move every solution cell, in order, into one closing section headed ``## Solutions`` (a markdown
+    cell tagged ``solution`` too, so the student edition drops it with them), in place; how many moved.
+
+    A solution needs only what ran before it, so running it last changes nothing it prints. ``nb`` may be
+    the plain dict of an .ipynb."""
+    cells = nb["cells"]
+    solutions = [c for c in cells if is_solution(c) and c["cell_type"] == "code"]
+    if not solutions:
+        return 0
+    rest = [c for c in cells if not is_solution(c)]
+    heading = {
+        "cell_type": "markdown",
+        "metadata": {"tags": ["exercise", "solution"]},
+        "source": [
+            f"{SOLUTIONS_HEADING}\n",
+            "\n",
+            "The worked solution of each exercise above, in order (each cell is collapsed: click to open it, after you\n",
+            "have tried). Each one runs the same `check` as its exercise, with the answer filled in.",
+        ],
+    }
+    nb["cells"] = rest + [heading] + solutions
+    return len(solutions)

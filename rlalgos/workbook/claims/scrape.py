@@ -1,5 +1,5 @@
-"""Reading the published numbers back from the committed outputs: the notebooks' printed effect
-lines (:func:`rlalgos.workbook.stats.describe`) and verdict lines (:func:`rlalgos.workbook.stats.verdict_line`),
+"""Reading the published numbers back from the committed outputs: the notebooks' printed verdict lines
+(:func:`rlalgos.workbook.stats.verdict_line`, with or without both means),
 the exact lines a :class:`~.model.Quote` names, and the records that :func:`write_published` writes
 (``python docs/extract_claims.py``).
 Every comparison a claim publishes is read from a line the notebook printed, never from a pandas table.
@@ -40,21 +40,22 @@ def cell_outputs(notebook: str | Path) -> dict[int, list[str]]:
 
 
 VERDICT_LINE = re.compile(
-    rf"^(?P<metric>\S+)\s+(?P<arm>.+?) - (?P<base>.+?) = (?P<diff>{_NUM})(?P<points> points)? \(95% CI (?P<ci_low>{_NUM})\.\.(?P<ci_high>{_NUM}), "
+    rf"^(?P<metric>\S+)\s+(?P<arm>.+?) - (?P<base>.+?) = (?P<diff>{_NUM})(?P<points> points)? "
+    rf"\((?:(?P<arm_mean>{_NUM}) vs (?P<base_mean>{_NUM}); )?95% CI (?P<ci_low>{_NUM})\.\.(?P<ci_high>{_NUM}), "
     rf"(?P<seeds>\d+) seeds; detectable >= {_NUM}\) -> (?P<verdict>.+)$"
 )
 
 
 def effect_lines_in(texts: Sequence[str]) -> list[dict]:
-    """The paired-effect lines in some printed text, parsed: :func:`rlalgos.workbook.stats.describe`'s
-    and :func:`~rlalgos.workbook.stats.verdict_line`'s (whose points are read back as proportions; it prints no means)."""
+    """The paired-effect lines in some printed text, parsed: :func:`~rlalgos.workbook.stats.verdict_line`'s (points
+    read back as proportions; means None where the line prints none), and the older ``x vs y, metric: ...`` lines."""
     found = []
     for text in texts:
         for line in text.splitlines():
             if m := EFFECT_LINE.match(line.strip()):
                 row = m.groupdict()
             elif m := VERDICT_LINE.match(line.strip()):
-                row = {**m.groupdict(), "arm_mean": None, "base_mean": None}
+                row = m.groupdict()  # the means, where printed, are in the metric's own units
                 scale = 100.0 if row["points"] else 1.0
                 row.update({k: str(float(row[k]) / scale) for k in ("diff", "ci_low", "ci_high")})
             else:
@@ -62,7 +63,7 @@ def effect_lines_in(texts: Sequence[str]) -> list[dict]:
             found.append(
                 {
                     **{k: float(row[k]) if row[k] is not None else math.nan for k in ("diff", "ci_low", "ci_high")},
-                    # a verdict line prints no means: None (JSON null), as a quote's
+                    # a verdict line without means: None (JSON null), as a quote's
                     **{k: float(row[k]) if row[k] is not None else None for k in ("arm_mean", "base_mean")},
                     "arm": row["arm"],
                     "base": row["base"],

@@ -48,7 +48,7 @@ NB09 = dict(
     run_dir=f"{TRAP_OUT.as_posix()}/" + "{arm}_s{seed}",
     base="vanilla",
     shared={k: v for k, v in TRAP_SHARED.items() if k not in ("task", "model", "progress", "overwrite")},
-    figure="notebooks/09_exploration.ipynb#cell-19",
+    figure="notebooks/09_exploration.ipynb#cell-18",
     seeds=TRAP_SEEDS,
 )
 

@@ -19,7 +19,7 @@ CLAIMS = (
         stated="sign holds, weakly (a fit, no paired arms)",
         **{
             **nb09(*(a for a in TRAP_ARMS if a != "vanilla")),
-            "figure": "notebooks/09_exploration.ipynb#cell-15",
+            "figure": "notebooks/09_exploration.ipynb#cell-14",
         },
         fit="entropy_fit",
         quotes=(
@@ -36,7 +36,7 @@ CLAIMS = (
         "end-to-end",
         "not as stated: the entropy falls by 45% but the rare strategy is found (hard-prompt scratchpad share 7.7% -> 67.3%); what collapses is the easy skill (its groups are all right, so nothing in the loss defends it)",
         stated="not as stated (vanilla's end against its own start, paired by seed)",
-        **{**nb09(), "figure": "notebooks/09_exploration.ipynb#cell-12"},
+        **{**nb09(), "figure": "notebooks/09_exploration.ipynb#cell-11"},
         quotes=(
             Quote(
                 "eval_entropy  vanilla - base = -0.183 (95% CI -0.226..-0.139, 6 seeds; detectable >= 0.0431) -> shown"
@@ -56,7 +56,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced on the default task: pass@1 up beyond the noise, pass@64 within 3 points of the base model, pass@256 at the base model's ceiling (1.000); in the trap every trained model ends below the base model at every k (docs/bench/claims_seeds_20_21_22/rl-sharpens.json: fresh seeds 20-22 gave the same on the default task)",
         notebook=NB09B,
-        figure=f"notebooks/{NB09B}#cell-9",
+        figure=f"notebooks/{NB09B}#cell-8",
         fit="passk",
         task="addition",
         run_dir="runs/exploration_default/{arm}_s{seed}",
@@ -92,9 +92,9 @@ CLAIMS = (
         "the opposite at this scale: clip-higher ended with a smaller share of scratchpads on hard prompts than vanilla; the clip almost never binds on the rare rewarded tokens it is for",
         **nb09("clip_higher"),
         expects=(
-            Expect("clip_higher", "eval_scratchpad_frac/hard", +1, cell=18, tail=1),
-            Expect("clip_higher", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
-            Expect("clip_higher", "eval_entropy", +1, cell=18, tail=1, headline=False),
+            Expect("clip_higher", "eval_scratchpad_frac/hard", +1, cell=17, tail=1),
+            Expect("clip_higher", "eval_accuracy/hard", +1, cell=17, tail=1, headline=False),
+            Expect("clip_higher", "eval_entropy", +1, cell=17, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -106,10 +106,10 @@ CLAIMS = (
         test="tests/test_loss_modes.py::test_loss_and_gradient_equal_verl",
         **nb09("clip_cov", "kl_cov"),
         expects=(
-            Expect("clip_cov", "eval_entropy", +1, cell=18, tail=1),
-            Expect("kl_cov", "eval_entropy", +1, cell=18, tail=1),
-            Expect("clip_cov", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
-            Expect("kl_cov", "eval_pass@4", +1, cell=18, tail=1, headline=False),
+            Expect("clip_cov", "eval_entropy", +1, cell=17, tail=1),
+            Expect("kl_cov", "eval_entropy", +1, cell=17, tail=1),
+            Expect("clip_cov", "eval_accuracy/hard", +1, cell=17, tail=1, headline=False),
+            Expect("kl_cov", "eval_pass@4", +1, cell=17, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -120,12 +120,12 @@ CLAIMS = (
         "not shown: none kept the entropy above vanilla's beyond the noise; the temperature monitor lowered the hard-prompt scratchpad share and accuracy",
         **nb09("entropy_bonus", "temperature", "kl"),
         expects=(
-            Expect("entropy_bonus", "eval_entropy", +1, cell=18, tail=1),
-            Expect("temperature", "eval_entropy", +1, cell=18, tail=1),
-            Expect("kl", "eval_entropy", +1, cell=18, tail=1),
-            Expect("entropy_bonus", "eval_pass@4", +1, cell=18, tail=1, headline=False),
-            Expect("temperature", "eval_scratchpad_frac/hard", +1, cell=18, tail=1, headline=False),
-            Expect("temperature", "eval_accuracy", +1, cell=18, tail=1, headline=False),
+            Expect("entropy_bonus", "eval_entropy", +1, cell=17, tail=1),
+            Expect("temperature", "eval_entropy", +1, cell=17, tail=1),
+            Expect("kl", "eval_entropy", +1, cell=17, tail=1),
+            Expect("entropy_bonus", "eval_pass@4", +1, cell=17, tail=1, headline=False),
+            Expect("temperature", "eval_scratchpad_frac/hard", +1, cell=17, tail=1, headline=False),
+            Expect("temperature", "eval_accuracy", +1, cell=17, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -136,10 +136,10 @@ CLAIMS = (
         "shown over 6 seeds: improved GRPO is ahead on test and hard-prompt accuracy and pass@4 while lowering entropy (convergence, not lost exploration), yet still ends below the base model",
         **nb09("dapo"),
         expects=(
-            Expect("dapo", "eval_accuracy", +1, cell=18, tail=1),
-            Expect("dapo", "eval_pass@4", +1, cell=18, tail=1, headline=False),
-            Expect("dapo", "eval_accuracy/hard", +1, cell=18, tail=1, headline=False),
-            Expect("dapo", "eval_entropy", -1, cell=18, tail=1, headline=False),
+            Expect("dapo", "eval_accuracy", +1, cell=17, tail=1),
+            Expect("dapo", "eval_pass@4", +1, cell=17, tail=1, headline=False),
+            Expect("dapo", "eval_accuracy/hard", +1, cell=17, tail=1, headline=False),
+            Expect("dapo", "eval_entropy", -1, cell=17, tail=1, headline=False),
         ),
     ),
     Claim(
@@ -152,17 +152,17 @@ CLAIMS = (
         **{
             **nb09("dapo", *TRAP_ABLATION_ARMS),
             "notebook": NB09B,
-            "figure": f"notebooks/{NB09B}#cell-17",
+            "figure": f"notebooks/{NB09B}#cell-16",
             "seeds": TRAP_PASSK_SEEDS,
             "train": TRAP_ARM_TRAIN,
         },
         expects=(
-            Expect("dynamic_only", "eval_accuracy", +1, cell=16, tail=1),
-            Expect("dapo_no_dynamic", "eval_accuracy", -1, cell=16, tail=1, base="dapo"),
-            Expect("dynamic_only", "eval_pass@4", +1, cell=16, tail=1, headline=False),
-            Expect("dynamic_only", "eval_entropy", -1, cell=16, tail=1, headline=False),
-            Expect("vanilla_36_prompts", "eval_accuracy", +1, cell=16, tail=1, headline=False),
-            Expect("dapo", "eval_accuracy", +1, cell=16, tail=1, base="vanilla_36_prompts"),
+            Expect("dynamic_only", "eval_accuracy", +1, cell=15, tail=1),
+            Expect("dapo_no_dynamic", "eval_accuracy", -1, cell=15, tail=1, base="dapo"),
+            Expect("dynamic_only", "eval_pass@4", +1, cell=15, tail=1, headline=False),
+            Expect("dynamic_only", "eval_entropy", -1, cell=15, tail=1, headline=False),
+            Expect("vanilla_36_prompts", "eval_accuracy", +1, cell=15, tail=1, headline=False),
+            Expect("dapo", "eval_accuracy", +1, cell=15, tail=1, base="vanilla_36_prompts"),
         ),
     ),
 )

@@ -13,7 +13,7 @@ CLAIMS = (
         GRPO_PAPER,
         "end-to-end",
         "reproduced for drift (the coefficient sets how far the policy moves: KL, entropy, length); not at this scale for accuracy",
-        **nb04("kl_off", "kl_0.4", cell=37),
+        **nb04("kl_off", "kl_0.4", cell=36),
         expects=(
             Expect("kl_off", "kl", +1),
             Expect("kl_0.4", "kl", -1),
@@ -31,7 +31,7 @@ CLAIMS = (
         "(published by `rlalgos claims run kl-penalty-high-lr --publish`, 2026-12-02)",
         task="addition",
         base="beta0.04",
-        figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-37",
+        figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-36",
         shared=dict(steps=40, prompts_per_step=16, group_size=8),
         run_dir="runs/kl_high_lr/{arm}/seed{seed}",
         arms={
@@ -90,10 +90,10 @@ CLAIMS = (
         DAPO,
         "end-to-end",
         "not at this scale",
-        **nb04("dapo", cell=39),
+        **nb04("dapo", cell=38),
         expects=(
-            Expect("dapo", "eval_accuracy", +1, cell=39),
-            Expect("dapo", "eval_entropy", -1, headline=False, cell=39),
+            Expect("dapo", "eval_accuracy", +1, cell=38),
+            Expect("dapo", "eval_entropy", -1, headline=False, cell=38),
         ),
     ),
     Claim(
