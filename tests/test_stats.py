@@ -84,7 +84,9 @@ def test_effect_lines_read_like_the_numbers(tmp_path):
     # the course's verdict format, both means first (proportions), the difference in points
     assert line.startswith("eval_accuracy  x - grpo = +0.3 points (0.403 vs 0.400; 95% CI -"), line
     half = 4.303 * pd.Series([0.05, -0.05, 0.01]).std() / 3**0.5  # the interval's half-width: what 3 seeds could detect
-    assert line.endswith(f"3 seeds; detectable >= {100 * half:.1f}) -> within noise (could see >= {100 * half:.1f} points)")
+    assert line.endswith(
+        f"3 seeds; detectable >= {100 * half:.1f}) -> within noise (could see >= {100 * half:.1f} points)"
+    )
     (row,) = effect_lines_in([line])  # the claims read the same line back, means included
     assert (row["arm_mean"], row["base_mean"], row["seeds"]) == (0.403, 0.4, 3) and row["diff"] == pytest.approx(0.003)
 

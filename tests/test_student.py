@@ -141,7 +141,9 @@ def test_solutions_are_kept_apart_at_the_end(path):
     assert not untagged, f"{path.name}: solution cells {untagged} are not tagged 'solution'"
     tail = [i for i, c in enumerate(cells) if is_solution(c)]
     if tail:
-        assert tail == list(range(len(cells) - len(tail), len(cells))), f"{path.name}: solutions {tail} are not the last cells"
+        assert tail == list(range(len(cells) - len(tail), len(cells))), (
+            f"{path.name}: solutions {tail} are not the last cells"
+        )
         assert "".join(cells[tail[0]]["source"]).startswith(SOLUTIONS_HEADING)
     nb = json.loads(path.read_text(encoding="utf-8"))
     assert solutions_at_end(nb) == len(tail) - bool(tail) and nb["cells"] == cells  # already in place: nothing moves

@@ -163,7 +163,9 @@ def effect_lines(
 ) -> list[str]:
     """:func:`effect_table` as the course's verdict lines (:func:`verdict_line` with both means), one per (arm, metric)."""
     table = effect_table(groups, baseline, keys, arms, tail)
-    return [verdict_line({**row, "metric": metric}, arm, baseline, means=True) for (arm, metric), row in table.iterrows()]
+    return [
+        verdict_line({**row, "metric": metric}, arm, baseline, means=True) for (arm, metric), row in table.iterrows()
+    ]
 
 
 def is_share(key: str) -> bool:

@@ -26,7 +26,9 @@ NOTEBOOKS_DIR = Path("notebooks")
 NOTEBOOKS = "[0-9][0-9]*_*.ipynb"
 
 # The exercises' introduction points at the solutions; the edition has none.
-SOLUTION_SENTENCE = "Worked solutions are in the **Solutions** section at the end of this notebook (collapsed); try first."
+SOLUTION_SENTENCE = (
+    "Worked solutions are in the **Solutions** section at the end of this notebook (collapsed); try first."
+)
 SOLUTIONS_HEADING = "## Solutions"
 STUDENT_SENTENCE = "This edition leaves the worked solutions out."
 
