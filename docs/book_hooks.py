@@ -6,7 +6,8 @@ notebook links a page as ../docs/speed.md or a sibling as 04_improved_grpo.ipynb
 so each relative link is resolved against the repository layout and pointed at the same
 file in the book: in a page's markdown before mkdocs converts it (mkdocs then turns links
 to pages into their URLs and checks them), and in a notebook's HTML (which mkdocs does
-not check) straight to the rendered page.
+not check) straight to the rendered page; a notebook's picture (``![...](../docs/figures/...)``)
+the same way.
 
 It also mends the sidebar of contents of a notebook page: mkdocs-jupyter builds it with
 python-markdown's slugs, which drop code spans ("### Everything together: `dapo`" ->
@@ -24,6 +25,7 @@ BOOK_PLACE = {"docs": "", "notebooks": "notebooks"}
 
 MD_LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 HTML_LINK = re.compile(r'(<a\s[^>]*?href=")([^"#:]+)(#[^"]*)?(")')
+HTML_IMG = re.compile(r'(<img\s[^>]*?src=")([^"#:]+)()(")')  # a notebook's picture from docs/figures
 HEADING = re.compile(r'<h([1-6])\b[^>]*\bid="([^"]+)"[^>]*>(.*?)</h\1>', re.S)
 TAG = re.compile(r"<[^>]+>")
 
@@ -75,7 +77,7 @@ def on_page_content(html, page, config, files):
         url = target.url_relative_to(page.file)
         return m.group(1) + url + (m.group(3) or "") + m.group(4)
 
-    html = HTML_LINK.sub(fix, html)
+    html = HTML_IMG.sub(fix, HTML_LINK.sub(fix, html))
     mend_toc(page.toc, html)
     return html
 

@@ -2,7 +2,8 @@
 
     python docs/make_figures.py [--out docs/figures]
 
-writes failure_chain.png, dataflow.png, family_tree.png and token_view.png.
+writes failure_chain.png, dataflow.png, family_tree.png, token_view.png and course_map/NN.png (the course map
+with notebook NN marked, shown in that notebook's first cell).
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ def main(argv=None) -> list[Path]:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     tokens, adv, mask, rewards = example_batch()
-    figures = {
-        "failure_chain": diagrams.failure_chain(),
-        "dataflow": diagrams.dataflow(),
-        "family_tree": diagrams.family_tree(),
-        "token_view": loss_weights.token_view(
+    figures = {  # name -> how to draw it (each drawn, saved and closed in turn)
+        "failure_chain": diagrams.failure_chain,
+        "dataflow": diagrams.dataflow,
+        "family_tree": diagrams.family_tree,
+        "token_view": lambda: loss_weights.token_view(
             tokens,
             adv,
             mask,
@@ -56,8 +57,11 @@ def main(argv=None) -> list[Path]:
             title="One group, rewards 1, 0, 0: the long wrong answer under the two aggregations",
         ),
     }
+    figures.update({f"course_map/{nb}": (lambda nb=nb: diagrams.course_map(nb)) for nb, *_ in diagrams.COURSE})
+    (args.out / "course_map").mkdir(exist_ok=True)
     written = []
-    for name, fig in figures.items():
+    for name, draw in figures.items():
+        fig = draw()
         path = args.out / f"{name}.png"
         fig.savefig(path, dpi=110, metadata={"Software": None})
         matplotlib.pyplot.close(fig)

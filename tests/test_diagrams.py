@@ -2,6 +2,7 @@
 no overlapping text, and token weights equal to the hand-computed ones."""
 
 import importlib.util
+import json
 from itertools import combinations
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlalgos.workbook.diagrams import dataflow, failure_chain, family_tree
+from rlalgos.workbook.diagrams import COURSE, course_map, dataflow, failure_chain, family_tree
 from rlalgos.workbook.loss_weights import token_view, token_view_from_rollout, token_weights
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,6 +201,32 @@ def test_make_figures_writes_the_pngs(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     written = module.main(["--out", str(tmp_path)])
-    assert sorted(p.name for p in written) == ["dataflow.png", "failure_chain.png", "family_tree.png", "token_view.png"]
+    maps = sorted(f"course_map/{nb}.png" for nb, *_ in COURSE)
+    assert sorted(str(p.relative_to(tmp_path)) for p in written) == maps + [
+        "dataflow.png",
+        "failure_chain.png",
+        "family_tree.png",
+        "token_view.png",
+    ]
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+        committed = ROOT / "docs" / "figures" / p.relative_to(tmp_path)
+        assert committed.exists(), f"{committed} is not committed: run python docs/make_figures.py"
+
+
+def test_the_course_map_has_every_notebook_and_marks_one():
+    """One box per notebook file, no overlapping text, "you are here" on the marked one only; every
+    notebook opens with its own map."""
+    stems = sorted(p.name.split("_")[0] for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+    assert sorted(nb for nb, *_ in COURSE) == stems
+    fig = course_map("05")
+    assert texts(fig).count("you are here") == 1 and not overlaps(fig), overlaps(fig)
+    plt.close(fig)
+    assert "you are here" not in texts(course_map())
+    with pytest.raises(ValueError, match="unknown notebook '14'"):
+        course_map("14")
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
+        first = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+        nb = path.name.split("_")[0]
+        assert f"](../docs/figures/course_map/{nb}.png)" in first, f"{path.name}: its first cell shows no course map"
+    plt.close("all")

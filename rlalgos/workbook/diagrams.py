@@ -5,6 +5,7 @@
 * :func:`dataflow`: which models PPO and GRPO run, and what each computes.
 * :func:`family_tree`: the algorithm progression (REINFORCE -> PPO -> GRPO -> DAPO) and
   where each later variant, loss and the rollout correction sit, with their papers.
+* :func:`course_map`: the course's notebooks in the learner's order, one of them marked "you are here".
 
 The token-level picture of the loss weights is :mod:`rlalgos.workbook.loss_weights`.
 ``python docs/make_figures.py`` renders them into docs/figures/.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .drawing import BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY, FILL, EDGE, arrow, box, canvas, cut
 
@@ -380,4 +381,100 @@ def dataflow(ax=None):
         bbox_to_anchor=(0.5, 0.0),
         handlelength=1.4,
     )
+    return fig
+
+
+# --------------------------------------------------------------------------- #
+# 4. The course map: every notebook, one of them "you are here"
+# --------------------------------------------------------------------------- #
+
+# (notebook, short title, row, column): the learner's order, left to right, top row then bottom row
+COURSE = (
+    ("00", "the task and\nthe base model", 0, 0),
+    ("01", "REINFORCE", 0, 1),
+    ("02", "PPO", 0, 2),
+    ("03", "GRPO", 0, 3),
+    ("03b", "KL estimators\n(appendix)", 1, 3),
+    ("04", "improved GRPO\n(DAPO)", 0, 4),
+    ("04b", "where DAPO's\nfixes help", 0, 5),
+    ("05", "the four\nside by side", 0, 6),
+    ("12", "where reasoning\ncomes from", 0, 7),
+    ("13", "expert\niteration", 0, 8),
+    ("06", "trouble-\nshooting", 1, 4),
+    ("07", "a learned\nreward model", 1, 5),
+    ("08", "after DAPO\n(GSPO, Dr. GRPO...)", 1, 6),
+    ("09", "exploration", 1, 7),
+    ("09b", "pass@k, and\nDAPO's switches", 1, 8),
+    ("10", "what the\nengines do now", 2, 7),
+    ("11", "what matters\nwhen", 2, 8),
+)
+COURSE_LANES = ("the algorithms, one diff at a time", "in practice, and after DAPO", "")
+
+
+def course_map(here: str | None = None, ax=None):
+    """The course's notebooks as boxes in the learner's order: 00-05 build the four algorithms and compare them
+    (12 and 13, on where the reasoning comes from, may be read right after 05), 06-10 take them into practice and
+    past DAPO, 03b is 03's optional appendix and 11 the synthesis. ``here`` (e.g. ``"05"``) is drawn filled and
+    marked "you are here". Returns the Figure (draw on a ~9 x 2.6 inch axis)."""
+    if here is not None and here not in {c[0] for c in COURSE}:
+        raise ValueError(f"unknown notebook {here!r}; use one of {', '.join(c[0] for c in COURSE)}")
+    fig, ax = canvas(ax, (9.0, 2.6), (0, 9.0), (0, 2.6))
+    w, h, dx = 0.9, 0.56, 0.99
+    x0, ys = 0.55, (1.98, 1.2, 0.42)
+    pos = {nb: (x0 + col * dx, ys[row]) for nb, _, row, col in COURSE}
+    for nb, title, row, col in COURSE:
+        x, y = pos[nb]
+        mine = nb == here
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - w / 2, y - h / 2),
+                w,
+                h,
+                boxstyle="round,pad=0,rounding_size=0.06",
+                fc=ORANGE
+                if mine
+                else (FILL["note"] if nb == "03b" else FILL["trained"] if row == 0 else FILL["function"]),
+                ec="black" if mine else (SKY if nb == "03b" else BLUE if row == 0 else GREEN),
+                lw=2.2 if mine else 1.0,
+                ls="--" if nb == "03b" else "-",
+                zorder=2,
+            )
+        )
+        ax.text(x, y + 0.13, nb, ha="center", va="center", fontsize=8.5, fontweight="bold", zorder=3)
+        ax.text(x, y - 0.1, title, ha="center", va="center", fontsize=5.6, linespacing=1.0, zorder=3)
+    main = ["00", "01", "02", "03", "04", "04b", "05", "06", "07", "08", "09", "09b", "10", "11"]
+    for a, b in zip(main, main[1:]):
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        if ya == yb:
+            arrow(ax, (xa + w / 2, ya), (xb - w / 2, yb))
+        elif a == "05":  # down to the second row: 05 -> 06
+            arrow(ax, (xa - 0.2, ya - h / 2), (xb + 0.2, yb + h / 2))
+        else:  # 09b -> 10, down and to the left
+            arrow(ax, (xa - 0.2, ya - h / 2), (xb + 0.2, yb + h / 2))
+    for a, b in (("05", "12"), ("12", "13")):
+        arrow(ax, (pos[a][0] + w / 2, pos[a][1]), (pos[b][0] - w / 2, pos[b][1]), colour=GREY, dashed=True)
+    arrow(ax, (pos["03"][0], pos["03"][1] - h / 2), (pos["03b"][0], pos["03b"][1] + h / 2), colour=GREY, dashed=True)
+    ax.text(
+        0.1,
+        0.55,
+        "black arrows: the main path\ngrey dashed: optional (03b), or another\norder (12-13 may follow 05; 11 comes last)",
+        ha="left",
+        va="center",
+        fontsize=6.2,
+        color="#333333",
+    )
+    if here is not None:
+        x, y = pos[here]
+        ax.annotate(
+            "you are here",
+            (x, y + h / 2),
+            xytext=(x, y + h / 2 + 0.2),
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            fontweight="bold",
+            arrowprops=dict(arrowstyle="-|>", color="black", lw=1.0),
+            zorder=5,
+        )
+    ax.text(4.5, 2.5, "The course", ha="center", va="center", fontsize=9.5, fontweight="bold")
     return fig
