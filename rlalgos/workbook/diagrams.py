@@ -408,7 +408,6 @@ COURSE = (
     ("10", "what the\nengines do now", 2, 7),
     ("11", "what matters\nwhen", 2, 8),
 )
-COURSE_LANES = ("the algorithms, one diff at a time", "in practice, and after DAPO", "")
 
 
 def course_map(here: str | None = None, ax=None):
@@ -422,7 +421,7 @@ def course_map(here: str | None = None, ax=None):
     w, h, dx = 0.9, 0.56, 0.99
     x0, ys = 0.55, (1.98, 1.2, 0.42)
     pos = {nb: (x0 + col * dx, ys[row]) for nb, _, row, col in COURSE}
-    for nb, title, row, col in COURSE:
+    for nb, title, row, _ in COURSE:
         x, y = pos[nb]
         mine = nb == here
         ax.add_patch(
