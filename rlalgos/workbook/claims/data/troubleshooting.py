@@ -21,7 +21,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced, and again on fresh seeds 20-22 (accuracy -0.350, CI -0.362..-0.338; the KL arm +0.068, CI +0.017..+0.118); a KL term slows the slide but does not stop it",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-9",
+        figure="notebooks/06_troubleshooting.ipynb#cell-10",
         arms={"baseline": ("grpo", {}), "a_concise": ("grpo", {}), "a_concise_kl": ("grpo", {"kl_coef": 0.5})},
         train={"a_concise": {"task": CONCISE}, "a_concise_kl": {"task": CONCISE}},
         expects=(
@@ -37,7 +37,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-16",
+        figure="notebooks/06_troubleshooting.ipynb#cell-17",
         arms={"baseline": ("grpo", {}), "b_lr3e-3": ("grpo", {"lr": 3e-3})},
         train={
             "b_lr3e-3": {"stop_on_collapse": False}
@@ -51,7 +51,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced on seeds 0-2 (shaping holds length; it cannot make a reward that ignores correctness teach it); on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely moved), so the interval includes 0: within noise there",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-21",
+        figure="notebooks/06_troubleshooting.ipynb#cell-22",
         arms={
             "baseline": ("grpo", {}),
             "c_verbose": ("grpo", {"lr": 3e-4}),
@@ -71,7 +71,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced, and again on fresh seeds 20-22 (all-equal share +0.59 on too-hard prompts, -0.77 and accuracy +0.110 with the medium pool)",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-26",
+        figure="notebooks/06_troubleshooting.ipynb#cell-27",
         arms={"baseline": ("grpo", {}), "d_too_hard": ("grpo", {}), "d_medium": ("grpo", {})},
         train={"d_too_hard": {"task": TOO_HARD}, "d_medium": {"task": MEDIUM}},
         expects=(
@@ -87,7 +87,7 @@ CLAIMS = (
         "end-to-end",
         "partial: a small entropy drop and an accuracy cost reproduce; collapse in the strong sense and the monitor's fix do not at this scale (fresh seeds 20-22: the accuracy cost again, -0.100, CI -0.187..-0.013; the entropy drop within noise there, -0.006, CI -0.020..+0.009; the monitor changes nothing)",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-28",
+        figure="notebooks/06_troubleshooting.ipynb#cell-29",
         arms={
             "baseline": ("grpo", {}),
             "e_sharpen": ("grpo", {"lr": 2e-4, "kl_coef": 0.0, "minibatches": 4}),
