@@ -129,7 +129,7 @@ way; **within noise (could see >= x)**: it includes 0, and x, the interval's hal
 smallest effect this comparison could have told from zero. A null is not "no effect": an effect
 smaller than x, or one in a regime where the trigger never fires, is still possible. Rates and
 shares are in points (0.01 = 1 point); "detectable" is in the metric's units. Regime names:
-nb04 / nb08 = 2-6-term sums at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
+nb04 = 2-6-term sums at 4 minibatches; nb08 = the default task (2-4-term sums) at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
 nb08 push = 16 updates per rollout; nb09 trap = easy direct-answer prompts beside hard ones only the
 rare scratchpad solves; exact = proved by a test.
 """
