@@ -414,7 +414,7 @@ def course_map(here: str | None = None, ax=None):
     """The course's notebooks as boxes in the learner's order: 00-05 build the four algorithms and compare them
     (12 and 13, on where the reasoning comes from, may be read right after 05), 06-10 take them into practice and
     past DAPO, 03b is 03's optional appendix and 11 the synthesis. ``here`` (e.g. ``"05"``) is drawn filled and
-    marked "you are here". Returns the Figure (draw on a ~9 x 2.6 inch axis)."""
+    named in the title. Returns the Figure (draw on a ~9 x 2.6 inch axis)."""
     if here is not None and here not in {c[0] for c in COURSE}:
         raise ValueError(f"unknown notebook {here!r}; use one of {', '.join(c[0] for c in COURSE)}")
     fig, ax = canvas(ax, (9.0, 2.6), (0, 9.0), (0, 2.6))
@@ -462,18 +462,6 @@ def course_map(here: str | None = None, ax=None):
         fontsize=6.2,
         color="#333333",
     )
-    if here is not None:
-        x, y = pos[here]
-        ax.annotate(
-            "you are here",
-            (x, y + h / 2),
-            xytext=(x, y + h / 2 + 0.2),
-            ha="center",
-            va="bottom",
-            fontsize=7,
-            fontweight="bold",
-            arrowprops=dict(arrowstyle="-|>", color="black", lw=1.0),
-            zorder=5,
-        )
-    ax.text(4.5, 2.5, "The course", ha="center", va="center", fontsize=9.5, fontweight="bold")
+    title = "The course" if here is None else f"The course: you are here, at {here} (filled)"
+    ax.text(4.5, 2.5, title, ha="center", va="center", fontsize=9.5, fontweight="bold")
     return fig
