@@ -128,7 +128,7 @@ CLAIMS = (
         expects=(Expect("ppo", "step_seconds", +1, tail=40),),
         quotes=(
             Quote(
-                "final 0.516  (change +0.115; seed range 0.488..0.565); entropy 0.113, KL 0.0358, 3.12 s/step (3.48x GRPO)"
+                "final 0.502  (change +0.102; seed range 0.477..0.527); entropy 0.114, KL 0.0326, 3.62 s/step (3.34x GRPO)"
             ),
             Quote("MB weights+grads+AdamW (fp32)      13.2     29.7     16.5     13.2"),
         ),
