@@ -13,13 +13,13 @@ CLAIMS = (
         "A learned reward model gets over-optimised; KL and a mixed reward hold it",
         "Gao et al. 2022, arXiv:2210.10760",
         "end-to-end",
-        "reproduced: at lr 3e-4 the rule alone lifts accuracy (+6.1 points, shown) while the reward model alone sinks it (-36.3, shown); "
-        "KL and a mixed reward hold it far above rm only and still end below the rule-only arm",
+        "reproduced: at lr 3e-4 the rule alone lifts accuracy (+4.5 points, shown) while the reward model alone sinks it (-30.0, shown); "
+        "KL and a mixed reward hold it far above rm only (+20.7 and +22.8, shown), within noise of the rule-only arm (could see about 15)",
         **NB07,
         expects=(Expect("rm_KL", "eval_accuracy", +1), Expect("rm_rule", "eval_accuracy", +1)),
         quotes=(
             Quote(
-                "rm only    proxy reward/rm +0.268 -> +1.787 (sd 0.152); eval accuracy 0.384 -> 0.021 (sd 0.023); kl 0.967 (sd 0.197)"
+                "rm only    proxy reward/rm +0.257 -> +1.538 (sd 0.308); eval accuracy 0.384 -> 0.084 (sd 0.071); kl 0.605 (sd 0.336)"
             ),
         ),
     ),
