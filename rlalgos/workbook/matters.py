@@ -323,7 +323,7 @@ TRICKS: tuple[Trick, ...] = (
                 "{0}% of tokens on average (max over steps {1}%)",
                 "notebook 08's push (16 updates per rollout) on the default task, 3 seeds",
                 claim="dual-clip",
-                line="dual clip in force on 0.06136% of tokens on average (max over steps 0.43661%)",
+                line="dual clip in force on 0.06941% of tokens on average (max over steps 0.43661%)",
                 pattern=r"on ([\d.]+)% .* steps ([\d.]+)%",
             ),
         ),
