@@ -156,6 +156,7 @@ def solutions_at_end(nb) -> int:
     rest = [c for c in cells if not is_solution(c)]
     heading = {
         "cell_type": "markdown",
+        "id": "solutions",  # nbformat 4.5 gives every cell an id
         "metadata": {"tags": ["exercise", "solution"]},
         "source": [
             f"{SOLUTIONS_HEADING}\n",
