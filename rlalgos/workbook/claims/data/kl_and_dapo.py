@@ -148,6 +148,6 @@ CLAIMS = (
         "the opposite of the claim, shown: with overlong_buffer 8 at a 24-token budget the penalty starts below every scratchpad, so it pays the model to stop showing its working: -7.9 points (CI -12.4..-3.4; published by `rlalgos claims run dapo-truncation --publish`, 2026-12-02)",
         **regime("truncation"),
         expects=(Expect("dapo", "eval_accuracy", +1), Expect("overlong_filter", "eval_accuracy", +1, headline=False)),
-        quotes=(Quote("reaches the target, because its overlong penalty teaches it to drop the working.", file=SPEED),),
+        quotes=(Quote("reaches the target, because its overlong penalty teaches it to drop the working", file=SPEED),),
     ),
 )
