@@ -154,16 +154,21 @@ def solutions_at_end(nb) -> int:
     if not solutions:
         return 0
     rest = [c for c in cells if not is_solution(c)]
-    heading = {
-        "cell_type": "markdown",
-        "id": "solutions",  # nbformat 4.5 gives every cell an id
-        "metadata": {"tags": ["exercise", "solution"]},
-        "source": [
-            f"{SOLUTIONS_HEADING}\n",
-            "\n",
-            "The worked solution of each exercise above, in order (each cell is collapsed: click to open it, after you\n",
-            "have tried). Each one runs the same `check` as its exercise, with the answer filled in.",
-        ],
-    }
+    kept = [c for c in cells if is_solution(c) and c["cell_type"] == "markdown"]  # a heading made before is kept
+    heading = (
+        kept[0]
+        if kept
+        else {
+            "cell_type": "markdown",
+            "id": "solutions",  # nbformat 4.5 gives every cell an id
+            "metadata": {"tags": ["exercise", "solution"]},
+            "source": [
+                f"{SOLUTIONS_HEADING}\n",
+                "\n",
+                "The worked solution of each exercise above, in order (each cell is collapsed: click to open it, after you\n",
+                "have tried). Each one runs the same `check` as its exercise, with the answer filled in.",
+            ],
+        }
+    )
     nb["cells"] = rest + [heading] + solutions
     return len(solutions)
