@@ -50,18 +50,18 @@ CLAIMS = (
         "k3 estimates KL(π‖π_ref) without bias, but as a loss its gradient is the forward KL's; k1's is 0 on average; k2's (and k3+, k3 x ratio) the reverse KL's",
         "Tang & Munos 2025, arXiv:2506.09477",
         "exact",
-        "exact for the maths; on the tiny model (one trained policy, 8 rollouts) k3's gradient leans toward neither KL (per rollout, cosine 0.724 with the "
-        "forward KL's gradient, 0.717 with the reverse's); the clamped k3's value measured 17% low at -2.2 standard errors (a policy trained at two threads "
-        "measured 12% low at -1.3, within noise)",
+        "exact for the maths; on the tiny model (one trained policy, 8 rollouts) k3's gradient leans toward the forward KL's only weakly (per rollout, "
+        "cosine 0.638 with the forward KL's gradient, 0.615 with the reverse's); the clamped k3's value measured 12% low at -1.3 standard errors, within "
+        "noise (a policy trained on another machine measured 17% low at -2.2)",
         notebook="03b_kl_estimators.ipynb",
         figure="notebooks/03b_kl_estimators.ipynb#cell-8",
         test="tests/test_kl_estimators.py::test_expected_gradients_follow_the_maths",
         quotes=(
             Quote(
-                "k3: bias -0.00296 (-2.2 standard errors, -17% of the exact KL); sd per token 3.0x, per answer 7.7x the exact KL's own"
+                "k3: bias -0.00200 (-1.3 standard errors, -12% of the exact KL); sd per token 3.6x, per answer 9.9x the exact KL's own"
             ),
-            Quote("k3 no clamp: bias +0.00039 (+0.2 standard errors, +2% of the exact KL)"),
-            Quote("over 60 steps kl - kl_exact has mean -0.00082 and sd 0.00264 (kl_exact's own mean 0.01479)"),
+            Quote("k3 no clamp: bias +0.00007 (+0.0 standard errors, +0% of the exact KL)"),
+            Quote("over 60 steps kl - kl_exact has mean -0.00093 and sd 0.00228 (kl_exact's own mean 0.01479)"),
         ),
     ),
     Claim(
