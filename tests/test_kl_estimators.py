@@ -22,7 +22,18 @@ from rlalgos.engine.sampler import SamplingConfig
 from rlalgos.model import frozen_copy
 from rlalgos.rollout import rollout
 from rlalgos.train import TrainConfig, train
-from rlalgos.workbook.kl_estimators import ESTIMATORS, EXACT, FORWARD, expected_gradients, kl_estimator_table
+from rlalgos.workbook.kl_estimators import (
+    ESTIMATORS,
+    EXACT,
+    FORWARD,
+    PER_ROLLOUT,
+    bias_effect,
+    expected_gradients,
+    kl_estimator_table,
+    per_rollout,
+    rollout_effect,
+)
+from rlalgos.workbook.stats import verdict_line
 
 PI = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, -2.0])  # logits of pi, V = 6
 FAR = torch.tensor([0.0, 0.5, 2.0, 0.5, 0.0, -0.5])  # a reference far from pi (KL ~ 1 nat)
@@ -190,6 +201,25 @@ def test_on_a_moved_policy(tiny, rows):
     assert t.loc["k3", "grad_norm"] != pytest.approx(t.loc["k2", "grad_norm"], rel=1e-3)
     assert t.loc[FORWARD, "grad_cos_forward"] == pytest.approx(1.0) and t.loc[FORWARD, "mean"] > 0
     assert (t.bias_se.drop([EXACT]) > 0).all() and (t.sd_token > 0).all()
+
+
+def test_the_per_rollout_values_and_the_verdict_rows(tiny, rows):
+    """The table keeps each rollout's cosines (their mean is the table's), and turns a bias or a paired
+    per-rollout difference into a row that the course's verdict line prints."""
+    policy, tok = tiny
+    t = table(policy, moved(policy), tok, rows, seed=3)
+    for col in PER_ROLLOUT:
+        runs = per_rollout(t, col)
+        assert list(runs.columns) == list(t.index) and len(runs) == t.loc[EXACT, "rollouts"] == 2
+        assert runs.mean().tolist() == pytest.approx(t[col].tolist())
+    assert per_rollout(t, "grad_cos_forward").std().tolist() == pytest.approx(t.grad_cos_forward_sd.tolist())
+    b = bias_effect(t, "k1")
+    assert b["diff"] == t.loc["k1", "bias"] and b["seeds"] == t.loc["k1", "answers"] > 0
+    assert b["ci_high"] - b["diff"] == pytest.approx(1.96 * t.loc["k1", "bias_se"])
+    assert f"{b['seeds']} answers;" in verdict_line(b, "k1", "exact", units="answers")
+    r = rollout_effect(t, "k2", "k3", "grad_cos")
+    assert r["diff"] == pytest.approx(t.loc["k3", "grad_cos"] - t.loc["k2", "grad_cos"]) and r["seeds"] == 2
+    assert "2 rollouts;" in verdict_line(r, "k3", "k2", units="rollouts")
 
 
 # --------------------------------------------------------------------------- #

@@ -37,6 +37,7 @@ from ..engine.forward import completion_logits
 from ..engine.sampler import SamplingConfig
 from ..record import Rollout
 from ..rollout import rollout
+from .stats import paired_values
 
 ESTIMATORS = ("k1", "k2", "k3", "k3 no clamp", "k1+", "k3+", "k3 x ratio")
 """The rows of the table besides the exact KL: ``kl_estimate``'s kinds, k3 without
@@ -47,6 +48,9 @@ NEG_TOL = 1e-6
 
 EXACT, FORWARD = "exact", "forward exact"
 """The two exact rows: KL(pi || pi_ref), which the estimators estimate, and KL(pi_ref || pi)."""
+
+PER_ROLLOUT = ("grad_cos", "grad_cos_forward", "grad_rel_norm")
+"""The gradient columns a :func:`summarize` table also keeps per rollout (:func:`per_rollout`)."""
 
 
 def estimates(logp: torch.Tensor, ref_logp: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -167,15 +171,18 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
       ``grad_cos_pooled``: the cosine of the two gradients summed over the rollouts (the
       noise averages out, a bias stays); ``grad_norm``: mean over rollouts of ``|grad|``;
       ``grad_rel_norm``: of ``|grad| / |exact grad|``; ``grad_cos_forward``: mean cosine with the gradient of
-      the forward exact KL(pi_ref || pi).
+      the forward exact KL(pi_ref || pi) (``grad_cos_forward_sd`` its spread);
+    * ``answers`` and ``rollouts``: how many of each the table is measured on.
 
-    A cosine is NaN where a gradient is 0 (e.g. every row but k1's at pi == pi_ref).
+    ``table.attrs["per_rollout"]`` keeps each rollout's own ``grad_cos``, ``grad_cos_forward`` and
+    ``grad_rel_norm`` (read them with :func:`per_rollout`), for paired comparisons over rollouts
+    (:func:`rollout_effect`). A cosine is NaN where a gradient is 0 (e.g. every row but k1's at pi == pi_ref).
     """
     names = [EXACT, *(k for k in measured[0]["values"] if k not in (EXACT, FORWARD)), FORWARD]
     lengths = torch.cat([m["lengths"] for m in measured])  # (answers,)
     exact_tokens = torch.cat([m["values"][EXACT] for m in measured])
     exact_answers = torch.cat([m["answers"][EXACT] for m in measured])
-    rows = []
+    rows, runs = [], {c: {} for c in PER_ROLLOUT}
     for k in names:
         tokens = torch.cat([m["values"][k] for m in measured]).double()  # (tokens,)
         answers = torch.cat([m["answers"][k] for m in measured]).double()  # (answers,)
@@ -191,6 +198,9 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
         )  # the answers are a sample of all the policy could write
         grads = [(m["grads"][k], m["grads"][EXACT], m["grads"][FORWARD]) for m in measured]
         cos = torch.tensor([_cos(g, e) for g, e, _ in grads], dtype=torch.float64)
+        cos_forward = torch.tensor([_cos(g, f) for g, _, f in grads], dtype=torch.float64)
+        runs["grad_cos"][k], runs["grad_cos_forward"][k] = cos.tolist(), cos_forward.tolist()
+        runs["grad_rel_norm"][k] = [_ratio(g, e) for g, e, _ in grads]
         rows.append(
             {
                 "estimator": k,
@@ -206,10 +216,52 @@ def summarize(measured: Sequence[dict]) -> pd.DataFrame:
                 "grad_cos_pooled": _cos(sum(g for g, _, _ in grads), sum(e for _, e, _ in grads)),
                 "grad_norm": sum(g.double().norm().item() for g, _, _ in grads) / len(grads),
                 "grad_rel_norm": sum(_ratio(g, e) for g, e, _ in grads) / len(grads),
-                "grad_cos_forward": sum(_cos(g, f) for g, _, f in grads) / len(grads),
+                "grad_cos_forward": cos_forward.mean().item(),
+                "grad_cos_forward_sd": cos_forward.std().item() if len(cos_forward) > 1 else 0.0,
+                "answers": len(n),
+                "rollouts": len(measured),
             }
         )
-    return pd.DataFrame(rows).set_index("estimator")
+    table = pd.DataFrame(rows).set_index("estimator")
+    table.attrs["per_rollout"] = {c: pd.DataFrame(v).rename_axis("rollout") for c, v in runs.items()}
+    return table
+
+
+def per_rollout(table: pd.DataFrame, column: str = "grad_cos") -> pd.DataFrame:
+    """Each rollout's own ``column`` (one of :data:`PER_ROLLOUT`) of a :func:`summarize` table: one row per
+    rollout, one column per estimator (the table's ``grad_cos`` is this frame's mean over rollouts)."""
+    return table.attrs["per_rollout"][column]
+
+
+def rollout_effect(table: pd.DataFrame, base: str, arm: str, column: str = "grad_cos") -> dict:
+    """``arm`` minus ``base`` on ``column``, paired by rollout (both measured on the same answers of each
+    rollout): a :func:`rlalgos.workbook.stats.paired_values` row, the rollouts as the units (print it with
+    ``verdict_line(row, arm, base, units="rollouts")``)."""
+    runs = per_rollout(table, column)
+    return paired_values(runs[base], runs[arm], column)
+
+
+def bias_effect(table: pd.DataFrame, name: str, z: float = 1.96) -> dict:
+    """``name``'s value minus the exact KL (the table's ``bias``) as a row for
+    :func:`rlalgos.workbook.stats.verdict_line`: a normal 95% interval of ``z`` times ``bias_se``, the answers
+    as the units (``seeds`` holds how many: print it with ``units="answers"``). The answers of a table share
+    its prompts (each prompt answered ``group_size`` times per rollout), so the interval is about sampling
+    on those prompts, not about other prompts."""
+    r = table.loc[name]
+    half = z * float(r["bias_se"])
+    lo, hi = float(r["bias"]) - half, float(r["bias"]) + half
+    return {
+        "metric": "KL",
+        "base_mean": float(r["exact"]),
+        "arm_mean": float(r["mean"]),
+        "diff": float(r["bias"]),
+        "seeds": int(r["answers"]),
+        "diff_sd": float("nan"),
+        "ci_low": lo,
+        "ci_high": hi,
+        "detectable": half,
+        "verdict": "shown" if lo > 0 or hi < 0 else "within noise",
+    }
 
 
 def kl_estimator_table(

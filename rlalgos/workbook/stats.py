@@ -175,11 +175,13 @@ def is_share(key: str) -> bool:
     return "accuracy" in base or "pass@" in base or base.endswith("_frac")
 
 
-def verdict_line(row: Mapping, arm: str, base: str, means: bool = False) -> str:
+def verdict_line(row: Mapping, arm: str, base: str, means: bool = False, units: str = "seeds") -> str:
     """The course's one verdict format, from a :func:`paired_effect` row: e.g.
     ``eval_accuracy  dapo - grpo = +7.7 points (95% CI +1.9..+13.5, 6 seeds; detectable >= 5.8) -> shown``.
     "Detectable" is the interval's half-width: the smallest effect the comparison could tell from zero.
-    ``means``: both ends first, in the metric's own units (``+4.3 points (0.680 vs 0.637; 95% CI ...``)."""
+    ``means``: both ends first, in the metric's own units (``+4.3 points (0.680 vs 0.637; 95% CI ...``).
+    ``units``: what ``row["seeds"]`` counts, plural (``"rollouts"``, ``"answers"`` where those are the
+    independent units instead of training seeds)."""
     scale, unit, f = (
         (100.0, " points", ".1f") if is_share(row["metric"]) or row["metric"] == "reward_mean" else (1.0, "", ".3g")
     )
@@ -187,14 +189,14 @@ def verdict_line(row: Mapping, arm: str, base: str, means: bool = False) -> str:
     m = ".3f" if unit else ".3g"  # both ends: a share as a proportion, any other metric to 3 significant digits
     ends = f"{row['arm_mean']:{m}} vs {row['base_mean']:{m}}; " if means else ""
     if row["seeds"] < 2 or row.get("ci_low") is None or row.get("ci_high") is None:
-        n = f"{row['seeds']} seed{'s' if row['seeds'] != 1 else ''}"
+        n = f"{row['seeds']} {units if row['seeds'] != 1 else units.removesuffix('s')}"
         return f"{head} ({ends}{n}; no interval) -> {row.get('verdict', 'one seed')}"
     detect = (
         (row["ci_high"] - row["ci_low"]) / 2 * scale
     )  # the half-width (a record written before "detectable" existed has only the ends)
     tail = f"within noise (could see >= {detect:{f}}{unit})" if row["verdict"] == "within noise" else row["verdict"]
     return (
-        f"{head} ({ends}95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} seeds; "
+        f"{head} ({ends}95% CI {row['ci_low'] * scale:+{f}}..{row['ci_high'] * scale:+{f}}, {row['seeds']} {units}; "
         f"detectable >= {detect:{f}}) -> {tail}"
     )
 

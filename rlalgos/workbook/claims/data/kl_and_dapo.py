@@ -50,8 +50,8 @@ CLAIMS = (
         "k3 estimates KL(π‖π_ref) without bias, but as a loss its gradient is the forward KL's; k1's is 0 on average; k2's (and k3+, k3 x ratio) the reverse KL's",
         "Tang & Munos 2025, arXiv:2506.09477",
         "exact",
-        "exact for the maths; on the tiny model (one trained policy, 8 rollouts) k3's gradient leans toward the forward KL's only weakly (per rollout, "
-        "cosine 0.638 with the forward KL's gradient, 0.615 with the reverse's); the clamped k3's value measured 12% low at -1.3 standard errors, within "
+        "exact for the maths; on the tiny model (one trained policy, 8 rollouts) a lean of k3's gradient toward the forward KL's is not shown (its cosine "
+        "with the forward KL's gradient minus k2's: -0.074 per rollout, within noise); the clamped k3's value measured 12% low at -1.3 standard errors, within "
         "noise (a policy trained on another machine measured 17% low at -2.2)",
         notebook="03b_kl_estimators.ipynb",
         figure="notebooks/03b_kl_estimators.ipynb#cell-8",
