@@ -59,6 +59,7 @@ def test_numeric_answers():
     assert not judge("02.1", [-1.2, 0.8, 1.2])[0]  # clipped the third token too: it is the pessimistic, unclipped one
     assert judge("04.1", (1 / 16, 1 / 10))[0] and not judge("04.1", (1 / 10, 1 / 10))[0]
     assert judge("04.2", [0, 0, -0.5, -1])[0]
+    assert judge("04.4", (0.0, 2 / 7))[0] and not judge("04.4", (1 / 7, 2 / 7))[0]
     assert judge("05.1", 8 / 7)[0] and not judge("05.1", 1.0)[0]
     assert judge("09.1", ("fall", "rise"))[0] and not judge("09.1", ("rise", "rise"))[0]
     assert judge("09.2", (0.06, 0.064))[0] and not judge("09.2", (0.05, 0.05))[0]

@@ -28,10 +28,12 @@ from .drawing import BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY, FILL, EDGE, arr
 def failure_chain(ax=None):
     """GRPO's failures as boxes and arrows, with DAPO's four tricks drawn as cuts.
 
-    Top row: the symmetric clip starves rare tokens -> entropy collapse -> groups
-    whose G answers all score the same (A = 0, no gradient) -> a smaller effective
-    batch. Bottom row: per-answer averaging dilutes long answers -> answers grow ->
-    truncation -> noisy rewards, which feed the noisy gradient too.
+    Top row: the symmetric clip (acting from a rollout's second optimizer step) starves
+    rare tokens -> entropy collapse -> groups whose G answers all score the same (A = 0,
+    no gradient) -> a smaller effective batch. Bottom row: per-answer averaging dilutes
+    each token of a long answer -> answers grow -> truncation -> noisy rewards, which
+    feed the noisy gradient too. DAPO's overlong shaping is two cuts: the soft penalty
+    on answers growing into the limit, the filter (off by default) on truncation.
     Returns the Figure (``ax``'s figure when given; draw on a ~10 x 5.5 inch axis).
     """
     fig, ax = canvas(ax, (10, 5.5), (0, 10), (0, 5.5))
@@ -54,7 +56,7 @@ def failure_chain(ax=None):
         w,
         h,
         "clip at 1 + ε (PPO's)",
-        "ratio capped at 1.2 where\nA > 0: a rare good token\ngains at most ×1.2 a step",
+        "from a rollout's 2nd optimizer\nstep, A > 0: ratio capped at\n1.2, so a rare good token gains\nat most ×1.2 per rollout",
         "cause",
     )
     box(
@@ -94,12 +96,21 @@ def failure_chain(ax=None):
         w,
         h,
         "long answers diluted",
-        "per-answer mean: a token\nweighs 1/|y|, so a long\nwrong answer is barely pushed",
+        "per-answer mean: a token\nweighs ∝ 1/|y|, so each token\nof a long wrong answer is\nbarely pushed",
         "failure",
     )
     box(ax, xs[1], bottom, w, h, "answers grow", "rambling costs little,\nso lengths drift up", "effect")
     box(ax, xs[2], bottom, w, h, "truncation", "answers run into\nmax_new_tokens", "failure")
-    box(ax, xs[3], bottom, w, h, "noisy rewards", "a right answer cut off\nscores 0", "effect")
+    box(
+        ax,
+        xs[3],
+        bottom,
+        w,
+        h,
+        "noisy rewards",
+        "an answer cut before its\nfinal number scores 0,\nhowever good its working",
+        "effect",
+    )
 
     for row in (top, bottom):
         for a, b in zip(xs, xs[1:]):
@@ -126,23 +137,17 @@ def failure_chain(ax=None):
     )
 
     gap = [(a + b) / 2 for a, b in zip(xs, xs[1:])]
-    cut(ax, gap[0], top, "clip-higher", "ε_high = 0.28: rare tokens\ncan rise faster", 4.45)
+    cut(ax, gap[0], top, "clip-higher", "ε_high = 0.28: every token's cap\nrises from ×1.2 to ×1.28 (A > 0)", 4.45)
     cut(ax, gap[2], top, "dynamic sampling", "drop all-equal groups,\nresample to a full batch", 4.45)
     cut(ax, gap[0], bottom, "token-level loss (token-mean)", "every token weighs 1 / Σ_j |y_j|", 0.93)
-    cut(
-        ax,
-        gap[2],
-        bottom,
-        "overlong shaping",
-        "soft penalty over the last L_c tokens\n(or filter: mask truncated answers)",
-        0.93,
-    )
+    cut(ax, gap[1], bottom, "overlong penalty", "soft penalty over the\nlast L_c tokens", 0.93)
+    cut(ax, gap[2], bottom, "overlong filter", "mask truncated answers\n(off by default)", 0.93)
 
     note_x, note_y = 3.0, (top + bottom) / 2
     ax.text(
         note_x,
         note_y,
-        "optional side notes: KL off (β = 0) frees the policy\nfrom the reference; an entropy monitor warns of collapse",
+        "optional side notes: KL off (β = 0) frees the policy\nfrom the reference; an entropy monitor can act on collapse",
         ha="center",
         va="center",
         fontsize=7.5,

@@ -46,6 +46,29 @@ def _overlong(answer):
     return same(answer, core.overlong_penalty(lengths, 64, 8), "lengths [40, 56, 60, 64] with L_max 64, L_c 8")
 
 
+CLIP_RATIOS = (0.60, 0.75, 0.85, 1.00, 1.15, 1.25, 1.35)
+"""The seven token ratios of notebook 04's section 3b."""
+
+
+def clip_fraction(A: float, clip_high: float, clip_low: float = 0.2, ratios=CLIP_RATIOS) -> float:
+    """The share of ``ratios`` whose gradient the clip stops, every token with advantage ``A``:
+    from ``core.policy_loss`` itself."""
+    r = torch.tensor(ratios)
+    ones = torch.ones(1, len(r))
+    _, m = core.policy_loss(r.log()[None], 0 * ones, A * ones, ones, clip_low=clip_low, clip_high=clip_high)
+    return m["clip_frac"]
+
+
+@exercise(
+    "04.4",
+    "a still wider ceiling",
+    "with A > 0 a token is clipped where its ratio exceeds 1 + clip_high; with A < 0 where it is below 1 - clip_low, which clip_high does not move",
+)
+def _wider_ceiling(answer):
+    want = torch.tensor([clip_fraction(+1.0, 0.36), clip_fraction(-1.0, 0.36)])
+    return same(answer, want, "the seven ratios 0.60..1.35 of section 3b with clip_high 0.36, as (A = +1, A = -1)")
+
+
 @exercise(
     "04.3",
     "what the KL coefficient does to entropy",
