@@ -451,9 +451,7 @@ def course_map(here: str | None = None, ax=None):
         (xa, ya), (xb, yb) = pos[a], pos[b]
         if ya == yb:
             arrow(ax, (xa + w / 2, ya), (xb - w / 2, yb))
-        elif a == "05":  # down to the second row: 05 -> 06
-            arrow(ax, (xa - 0.2, ya - h / 2), (xb + 0.2, yb + h / 2))
-        else:  # 09b -> 10, down and to the left
+        else:  # down a row and to the left: 05 -> 06, 09b -> 10
             arrow(ax, (xa - 0.2, ya - h / 2), (xb + 0.2, yb + h / 2))
     for a, b in (("05", "12"), ("12", "13")):
         arrow(ax, (pos[a][0] + w / 2, pos[a][1]), (pos[b][0] - w / 2, pos[b][1]), colour=GREY, dashed=True)
