@@ -17,10 +17,6 @@ from .model import Claim, Layout, Quote, effect, record, rounded
 from ..stats import t975
 
 _NUM = r"[+-]?(?:\d+\.?\d*(?:e[+-]?\d+)?|nan)"
-EFFECT_LINE = re.compile(
-    rf"^(?P<arm>.+?) vs (?P<base>.+?), (?P<metric>\S+): (?P<arm_mean>{_NUM}) vs (?P<base_mean>{_NUM}), paired diff (?P<diff>{_NUM}) "
-    rf"\((?:95% CI (?P<ci_low>{_NUM})\.\.(?P<ci_high>{_NUM}), )?(?P<seeds>\d+) seeds?(?:; detectable >= {_NUM})?\): (?P<verdict>.+)$"
-)
 
 
 def cell_outputs(notebook: str | Path) -> dict[int, list[str]]:
@@ -48,13 +44,11 @@ VERDICT_LINE = re.compile(
 
 def effect_lines_in(texts: Sequence[str]) -> list[dict]:
     """The paired-effect lines in some printed text, parsed: :func:`~rlalgos.workbook.stats.verdict_line`'s (points
-    read back as proportions; means None where the line prints none), and the older ``x vs y, metric: ...`` lines."""
+    read back as proportions; means None where the line prints none)."""
     found = []
     for text in texts:
         for line in text.splitlines():
-            if m := EFFECT_LINE.match(line.strip()):
-                row = m.groupdict()
-            elif m := VERDICT_LINE.match(line.strip()):
+            if m := VERDICT_LINE.match(line.strip()):
                 row = m.groupdict()  # the means, where printed, are in the metric's own units
                 scale = 100.0 if row["points"] else 1.0
                 row.update({k: str(float(row[k]) / scale) for k in ("diff", "ci_low", "ci_high")})
