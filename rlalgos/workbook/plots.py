@@ -211,12 +211,50 @@ def _cost_panel(ax, groups: Mapping[str, list[pd.DataFrame]], colors: Mapping[st
     ax.set_ylabel("seconds")
 
 
+def _seeds_text(seeds: Sequence[int]) -> str:
+    """``seed 0``, ``seeds 0-2`` (consecutive) or ``seeds 0, 3, 7``."""
+    s = sorted(set(seeds))
+    if len(s) == 1:
+        return f"seed {s[0]}"
+    if s == list(range(s[0], s[-1] + 1)):
+        return f"seeds {s[0]}-{s[-1]}"
+    return "seeds " + ", ".join(map(str, s))
+
+
+def run_facts(groups: Mapping[str, list[pd.DataFrame]]) -> str:
+    """What every run of a figure shares, read from the runs' config.json: the task, steps, answers per step,
+    the learning rate, updates per rollout and the seeds (e.g. ``addition, 40 steps of 16 prompts x 8 answers,
+    lr 0.0001, seeds 0-2``). A setting the groups differ in is the comparison itself and is left out; runs
+    without a config.json give ``""``."""
+    cfgs = [run_config(df) for dfs in groups.values() for df in dfs]
+    if not cfgs or not all(c.get("train") for c in cfgs):
+        return ""
+
+    def common(section: str, key: str):
+        values = {json.dumps(c.get(section, {}).get(key), sort_keys=True) for c in cfgs}
+        return json.loads(values.pop()) if len(values) == 1 else None
+
+    task, steps = common("train", "task"), common("train", "steps")
+    prompts, group = common("train", "prompts_per_step"), common("train", "group_size")
+    lr, epochs, minibatches = common("algo", "lr"), common("algo", "epochs"), common("algo", "minibatches")
+    parts = [str(task)] if task else []
+    if steps:
+        batch = f" of {prompts} prompts x {group} answers" if prompts and group else ""
+        parts.append(f"{steps} steps{batch}")
+    if lr:
+        parts.append(f"lr {lr:g}")
+    if epochs and minibatches and epochs * minibatches > 1:
+        parts.append(f"{epochs} epochs x {minibatches} minibatches")
+    parts.append(_seeds_text([c["train"].get("seed", 0) for c in cfgs]))
+    return ", ".join(parts)
+
+
 def plot_runs(
     runs: Mapping[str, list[pd.DataFrame]] | Sequence,
     keys: Sequence[str] = DEFAULT_KEYS,
     smooth: int = 5,
     ncols: int | None = None,
-    title: str | None = None,
+    title: str | None = "auto",
     log_keys: Sequence[str] = (),
     caption: bool = True,
     bands: bool = True,
@@ -231,8 +269,11 @@ def plot_runs(
     bound on the noise). ``log_keys`` get a log y-axis with plain number ticks.
     The key ``"cost"`` is a bar panel of seconds per step. Each group has its own
     colour (:func:`label_color`: the same label, the same colour in every figure) and line style;
-    rates and shares, bands and error bars included, stay inside [0, 1]. The legend collects
-    every group from every panel; ``caption`` adds a line under the figure saying what the
+    rates and shares, bands and error bars included, stay inside [0, 1], and a share's panel whose axis does not
+    start at 0 (and the train reward's) says "(y zoomed)" in its title. The legend collects
+    every group from every panel; ``title`` is the figure's title: ``"auto"`` (the default) is :func:`run_facts`,
+    what every run shares (task, steps, lr, seeds), and a notebook's own title gets those facts on a second line;
+    ``None`` draws none. ``caption`` adds a line under the figure saying what the
     lines, bands and smoothing are. ``bands=False`` draws the means alone (many groups in one panel).
     ``colors`` (label -> colour) overrides :func:`figure_colors` for the labels it names, so that two figures of
     one notebook can share one assignment (e.g. ``figure_colors`` of every arm the notebook shows).
@@ -245,6 +286,7 @@ def plot_runs(
     nrows = int(np.ceil(len(keys) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False)
     colors = {**figure_colors(list(groups)), **(colors or {})}
+    errbars = False  # whether any eval accuracy carries its binomial error bars
     dots = False  # whether any curve is drawn as dots (an eval metric with fewer than 5 evaluations)
     for ax, key in zip(axes.flat, keys):
         if key == COST:
@@ -259,7 +301,7 @@ def plot_runs(
             color, name = colors[label], f"{label} (n={len(dfs)})" if len(dfs) > 1 else label
             if is_share(key):
                 mean, lo, hi = (np.clip(v, *PROPORTION_LIMITS) for v in (mean, lo, hi))
-            style = dict(ls=LINESTYLES[i % len(LINESTYLES)], lw=max(2.2 - 0.4 * i, 1.0))
+            style = dict(ls=LINESTYLES[i % len(LINESTYLES)], lw=max(2.2 - 0.3 * i, 1.4))
             if key.startswith("eval"):
                 style.update({"marker": "o", "ms": 3, **({"ls": "none", "ms": 5} if len(x) < 5 else {})})
                 dots = dots or len(x) < 5
@@ -268,11 +310,13 @@ def plot_runs(
                 se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / n)
                 below, above = np.minimum(se, mean), np.minimum(se, 1 - mean)  # the bar stays inside [0, 1]
                 ax.errorbar(x, mean, yerr=[below, above], color=color, label=name, capsize=2, **style)
+                errbars = True
             else:
                 ax.plot(x, mean, color=color, label=name, **style)
             if len(dfs) > 1 and bands:
                 ax.fill_between(x, lo, hi, color=color, alpha=0.2)
-        ax.set_title(TITLES.get(key, key), fontsize=10)
+        zoomed = (is_share(key) or key == "reward_mean") and key not in log_keys and ax.get_ylim()[0] > 0.02
+        ax.set_title(TITLES.get(key, key) + (" (y zoomed)" if zoomed else ""), fontsize=10)
         ax.set_xlabel("step")
         if key in YLABELS:
             ax.set_ylabel(YLABELS[key])
@@ -283,6 +327,8 @@ def plot_runs(
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
+    height = fig.get_figheight()  # inches: the legend takes the top 0.35 in, the title sits just above the figure
+    fig.tight_layout(rect=(0, (0.3 / height) if caption else 0, 1, 1 - 0.35 / height))
     legend: dict[str, object] = {}  # every group from every panel, in order of first appearance
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -292,9 +338,10 @@ def plot_runs(
         fig.legend(
             handles, labels, loc="upper center", ncol=min(len(labels), 6), bbox_to_anchor=(0.5, 1.0), frameon=False
         )
+    facts = run_facts(groups) if title else ""
+    title = facts if title == "auto" else (f"{title}\n{facts}" if facts and facts not in title else title)
     if title:
-        fig.suptitle(title, y=1.05)
-    fig.tight_layout(rect=(0, 0.04 if caption else 0, 1, 0.93))
+        fig.suptitle(title, y=1 + 0.02 / height, va="bottom", fontsize=11)
     if caption:
         several = any(len(dfs) > 1 for dfs in groups.values())
         drawn = "lines (dots where a metric has fewer than 5 evaluations)" if dots else "lines"
@@ -305,7 +352,9 @@ def plot_runs(
                 else f"{drawn}: mean over seeds (no bands); "
             )
             if several
-            else f"{drawn}: one run each (eval accuracy: error bars of one binomial standard error); "
+            else f"{drawn}: one run each"
+            + ("; eval accuracy: error bars of one binomial standard error" if errbars else "")
+            + "; "
         )
         trained = [k for k in keys if k != COST and not k.startswith("eval")]
         if not trained:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..stats import paired_effect
+from ..stats import paired_effect, verdict_line
 
 
 class NotAnswered(Exception):
@@ -125,13 +125,11 @@ def choice(answer, truth, options: list[str], evidence: str) -> tuple[bool, str]
     return a in accepted, f"this run measured: {evidence}"
 
 
-def noise_verdict(base_runs, arm_runs, key: str, base: str, arm: str, digits: int = 3) -> tuple[str, str]:
+def noise_verdict(base_runs, arm_runs, key: str, base: str, arm: str) -> tuple[str, str]:
     """Which side ended higher on ``key``, by the paired-over-seeds interval: ``arm``,
     ``base`` or ``noise`` (the interval contains 0, or there is one seed)."""
     e = paired_effect(base_runs, arm_runs, key)
-    f = f".{digits}f"
-    ci = f", 95% CI {e['ci_low']:+{f}}..{e['ci_high']:+{f}}" if e["seeds"] > 1 else ""
-    evidence = f"{key} {arm} {e['arm_mean']:{f}} vs {base} {e['base_mean']:{f}}, paired diff {e['diff']:+{f}}{ci} over {e['seeds']} seed(s): {e['verdict']}"
+    evidence = verdict_line(e, arm, base, means=True)
     if e["verdict"] != "shown":
         return "noise", evidence
     return (arm if e["diff"] > 0 else base), evidence
