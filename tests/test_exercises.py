@@ -38,7 +38,10 @@ def test_wrong_answer_gives_one_line_with_a_hint(capsys):
 
     assert check("03.1", centred_only) is False
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "Traceback" not in out
+    lines = out.splitlines()  # one verdict, wrapped to the book's column: continuation lines are indented
+    assert all(len(line) <= 100 for line in lines) and all(line.startswith("    ") for line in lines[1:])
+    assert "Traceback" not in out
+    out = " ".join(line.strip() for line in lines)
     assert out.startswith("✗ 03.1") and "expected" in out and "Hint: " in out and "std" in out
 
 
@@ -49,7 +52,8 @@ def test_raising_code_and_unanswered_give_one_line(capsys):
     def empty(rewards, group_size): ...
 
     assert not check("01.1", broken) and not check("01.1", empty) and not check("02.1", [..., ..., ...])
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.replace("\n    ", " ")  # each verdict wraps onto indented lines: join them back
+    lines = out.splitlines()
     assert len(lines) == 3 and all("Hint: " in line for line in lines)
     assert "raised RuntimeError" in lines[0] and "not answered yet" in lines[1] and "not answered yet" in lines[2]
 

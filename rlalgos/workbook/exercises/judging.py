@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -72,10 +73,15 @@ def _unanswered(answer) -> bool:
     return False
 
 
+WIDTH = 100
+"""Printed verdicts wrap at this many characters (the book's text column)."""
+
+
 def check(exercise_id: str, answer: Any, **measured) -> bool:
-    """Print the one-line verdict on ``answer`` and return whether it was right."""
+    """Print the verdict on ``answer`` (one line, wrapped at :data:`WIDTH` characters so that it fits the book's
+    column) and return whether it was right."""
     ok, line = judge(exercise_id, answer, **measured)
-    print(line)
+    print(textwrap.fill(line, width=WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
     return ok
 
 
