@@ -36,7 +36,7 @@ def test_wrong_answer_gives_one_line_with_a_hint(capsys):
         r = rewards.view(-1, group_size)
         return (r - r.mean(1, keepdim=True)).view(-1)
 
-    assert check("03.1", centred_only) is False
+    assert check("03.1", centred_only) is None and judge("03.1", centred_only)[0] is False
     out = capsys.readouterr().out
     lines = out.splitlines()  # one verdict, wrapped to the book's column: continuation lines are indented
     assert all(len(line) <= 100 for line in lines) and all(line.startswith("    ") for line in lines[1:])
@@ -51,7 +51,9 @@ def test_raising_code_and_unanswered_give_one_line(capsys):
 
     def empty(rewards, group_size): ...
 
-    assert not check("01.1", broken) and not check("01.1", empty) and not check("02.1", [..., ..., ...])
+    for exercise, answer in (("01.1", broken), ("01.1", empty), ("02.1", [..., ..., ...])):
+        check(exercise, answer)
+        assert not judge(exercise, answer)[0]
     out = capsys.readouterr().out.replace("\n    ", " ")  # each verdict wraps onto indented lines: join them back
     lines = out.splitlines()
     assert len(lines) == 3 and all("Hint: " in line for line in lines)

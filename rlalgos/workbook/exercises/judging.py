@@ -77,12 +77,12 @@ WIDTH = 100
 """Printed verdicts wrap at this many characters (the book's text column)."""
 
 
-def check(exercise_id: str, answer: Any, **measured) -> bool:
+def check(exercise_id: str, answer: Any, **measured) -> None:
     """Print the verdict on ``answer`` (one line, wrapped at :data:`WIDTH` characters so that it fits the book's
-    column) and return whether it was right."""
+    column). It returns nothing, so that a notebook cell ending in ``check(...)`` shows the verdict alone;
+    :func:`judge` returns ``(right, line)`` for code that needs the answer's truth."""
     ok, line = judge(exercise_id, answer, **measured)
     print(textwrap.fill(line, width=WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False))
-    return ok
 
 
 # --------------------------------------------------------------------------- #
