@@ -231,9 +231,9 @@ class _Captured(Exception):
     pass
 
 
-def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
+def notebook_jobs(notebook: str, cells: list[str], monkeypatch) -> dict:
     """The runs a notebook's full mode trains, as {resolved run folder: (TrainConfig, algo config)}: its settings,
-    imports and job cells executed with ``run_many`` / ``run_or_reuse`` replaced by a stub that records the
+    imports and job cells (by cell id, which survives cells added or merged around them) executed with ``run_many`` / ``run_or_reuse`` replaced by a stub that records the
     runs and stops (nothing is trained)."""
     import os
 
@@ -260,8 +260,10 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
 
     monkeypatch.setattr(exploration, "run_or_reuse", stub)  # notebooks 09 and 09b call it as ex.run_or_reuse
     g = {"display": lambda *a, **k: None}
+    by_id = {c.get("id"): c for c in nb["cells"]}
+    assert set(cells) <= set(by_id), f"{notebook}: no cell with id {sorted(set(cells) - set(by_id))}"
     for i in cells:
-        src = "".join(nb["cells"][i]["source"])
+        src = "".join(by_id[i]["source"])
         g.update(stubs)
         try:
             exec(compile(src, f"{notebook}[{i}]", "exec"), g)
@@ -274,13 +276,13 @@ def notebook_jobs(notebook: str, cells: list[int], monkeypatch) -> dict:
 @pytest.mark.parametrize(
     "notebook, cells",
     [
-        ("04b_dapo_where_it_helps.ipynb", [1, 2, 23, 24]),
-        ("08_after_dapo.ipynb", [1, 2, 12]),
-        ("07_reward_model.ipynb", [1, 2, 10]),
-        ("10_engines.ipynb", [1, 2, 8, 19]),
-        ("05_side_by_side.ipynb", [1, 2, 8]),
-        ("09_exploration.ipynb", [1, 2, 10]),
-        ("09b_pass_at_k_and_dapo.ipynb", [1, 2, 3]),
+        ("04b_dapo_where_it_helps.ipynb", ["a24d4347", "7dc0cf21", "631d7250"]),
+        ("08_after_dapo.ipynb", ["1f5b4caf", "37af6a1c", "fc4e515d"]),
+        ("07_reward_model.ipynb", ["d3ab3622", "b56ce187", "f302f136"]),
+        ("10_engines.ipynb", ["nb10-01", "nb10-02", "nb10-09", "nb10-21"]),
+        ("05_side_by_side.ipynb", ["62e9843e", "1cd6cea4", "c9083121"]),
+        ("09_exploration.ipynb", ["8c447a57", "a95db702", "a5f849da"]),
+        ("09b_pass_at_k_and_dapo.ipynb", ["70df615e", "e4c14846", "501ae0a1"]),
     ],
 )
 def test_the_registry_runs_are_the_notebooks_runs(notebook, cells, monkeypatch):

@@ -270,3 +270,29 @@ def load_run_config(run_dir: str | Path) -> tuple[TrainConfig, AlgoConfig]:
     saved = json.loads(path.read_text())
     cfg = TrainConfig(**saved["train"])
     return cfg, algorithm_config(cfg.algo).config(**saved["algo"])
+
+
+IGNORED = ("out_dir", "overwrite", "progress")  # settings that do not change a run's numbers
+
+
+def finished(cfg: TrainConfig, algo_cfg: AlgoConfig) -> bool:
+    """Whether ``cfg.out_dir`` already holds this exact run, finished: its config.json has
+    the same settings (all but :data:`IGNORED`) and its last metrics row is step ``cfg.steps``."""
+    from dataclasses import asdict, fields
+
+    try:
+        df = load_metrics(cfg.out_dir)
+    except FileNotFoundError:
+        return False
+    saved = run_config(df)
+
+    def same(old: dict, new) -> bool:  # an option newer than the saved run counts as its default
+        defaults = {f.name: f.default for f in fields(new)}
+        return all(old.get(k, defaults[k]) == v for k, v in asdict(new).items() if k not in IGNORED)
+
+    return (
+        bool(saved)
+        and same(saved.get("train", {}), cfg)
+        and same(saved.get("algo", {}), algo_cfg)
+        and int(df["step"].max()) == cfg.steps
+    )

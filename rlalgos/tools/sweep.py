@@ -140,10 +140,16 @@ def _run_one(train_cfg: dict, algo_cfg: dict, threads: int) -> str:
     return df.run_dir
 
 
-def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress: bool = True) -> list:
+def run_many(
+    runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress: bool = True, reuse: bool = False
+) -> list:
     """Train every ``(TrainConfig, algo config)`` and return, in the same order, each
     run's metrics DataFrame, or the exception that stopped it, carrying ``run_index`` and ``run_dir``
     (:func:`failure_text` says it in one line).
+
+    ``reuse``: a run whose folder already holds that exact run, finished (:func:`rlalgos.engine.runs.finished`:
+    the same settings, every step logged), is read back instead of trained, so that rerunning a notebook
+    reuses what it trained; any other run is trained (its ``overwrite`` decides about an old folder).
 
     ``jobs`` = 0: :func:`auto_jobs`. ``jobs`` = 1: one after another in this process, with its threads.
     ``jobs`` > 1: ``jobs`` lanes, each pinned to ``threads_per_job(jobs)`` threads,
@@ -154,8 +160,19 @@ def run_many(runs: list[tuple[TrainConfig, AlgoConfig]], jobs: int = 1, progress
     """
     from tqdm.auto import tqdm
 
+    from ..engine.runs import finished
     from ..train import load_metrics, train
 
+    if reuse and (done := [i for i, r in enumerate(runs) if finished(*r)]):
+        todo = [i for i in range(len(runs)) if i not in done]
+        results: list = [None] * len(runs)
+        for i in done:
+            results[i] = load_metrics(runs[i][0].out_dir)
+        for i, r in zip(todo, run_many([runs[i] for i in todo], jobs, progress) if todo else []):
+            if isinstance(r, Exception):
+                r.run_index = i  # its place in ``runs``, as without reuse
+            results[i] = r
+        return results
     jobs = auto_jobs(runs) if jobs == 0 else jobs
     if jobs > 1:
         check_main_guard(jobs)

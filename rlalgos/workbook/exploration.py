@@ -46,6 +46,7 @@ import pandas as pd
 import torch
 
 from .. import core
+from ..engine.runs import IGNORED, finished  # noqa: F401  (notebooks and claims read them from here)
 from ..engine.sampler import SamplingConfig
 from ..rollout import rollout
 from ..config import TrainConfig
@@ -130,42 +131,14 @@ def pass_at_k_curve(prompts: pd.DataFrame, ks: Sequence[int] = KS, by: str | Non
     return pd.DataFrame(lines)
 
 
-IGNORED = ("out_dir", "overwrite", "progress")  # settings that do not change a run's numbers
-
-
-def finished(cfg: TrainConfig, algo_cfg) -> bool:
-    """Whether ``cfg.out_dir`` already holds this exact run, finished: its config.json has
-    the same settings (all but :data:`IGNORED`) and its last metrics row is step ``cfg.steps``."""
-    from dataclasses import asdict, fields
-
-    from ..engine.runs import load_metrics, run_config
-
-    try:
-        df = load_metrics(cfg.out_dir)
-    except FileNotFoundError:
-        return False
-    saved = run_config(df)
-
-    def same(old: dict, new) -> bool:  # an option newer than the saved run counts as its default
-        defaults = {f.name: f.default for f in fields(new)}
-        return all(old.get(k, defaults[k]) == v for k, v in asdict(new).items() if k not in IGNORED)
-
-    return (
-        bool(saved)
-        and same(saved.get("train", {}), cfg)
-        and same(saved.get("algo", {}), algo_cfg)
-        and int(df["step"].max()) == cfg.steps
-    )
-
-
 def run_or_reuse(runs: Sequence[tuple], jobs: int = 2, progress: bool = True) -> list[str]:
-    """Train the runs that are not :func:`finished` (side by side, :func:`rlalgos.tools.sweep.run_many`)
-    and return every run's folder: rerunning a notebook reuses what it already trained."""
+    """Train the runs that are not :func:`finished` (side by side, :func:`rlalgos.tools.sweep.run_many` with
+    ``reuse``) and return every run's folder: rerunning a notebook reuses what it already trained."""
     from ..tools.sweep import run_many
 
-    todo = [r for r in runs if not finished(*r)]
-    if todo:
-        run_many(list(todo), jobs=jobs, progress=progress)
+    for r in run_many(list(runs), jobs=jobs, progress=progress, reuse=True):
+        if isinstance(r, Exception):
+            raise r
     return [cfg.out_dir for cfg, _ in runs]
 
 
