@@ -13,6 +13,7 @@ from rlalgos.workbook import claims, matters, matters_page, matters_sources
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout whose records and printouts the table reads
 CHECKOUT = claims.Layout(ROOT)
+TESTED = "tested here: effect and verdict"
 
 TRICKS = (
     "dynamic sampling",
@@ -68,7 +69,7 @@ def test_every_number_equals_the_published_records():
     records = claims.load_published(CHECKOUT.json_dir)
     table = matters_page.matters_table(ROOT).set_index("trick")
     for t in matters.TRICKS:
-        cell = table.loc[t.name, matters_page.COLUMNS[3]]
+        cell = table.loc[t.name, TESTED]
         for s in t.tested:
             effects = matters_page.selected_effects(s, records[s.claim])
             if not effects:
@@ -105,6 +106,37 @@ def test_measured_numbers_come_from_their_sources(table):
             assert f"{text} [{cite}]" in fired[t.name]
         if not t.measured:
             assert fired[t.name].startswith(matters_page.NOT_MEASURED)
+
+
+def test_every_trick_has_a_word_and_every_regime_a_definition(table):
+    assert all(t.fires in matters.FIRES for t in matters.TRICKS)
+    assert list(table["in a word"]) == [t.fires for t in matters.TRICKS]
+    assert set(matters.REGIMES.values()) == set(matters.REGIME_DEFS)
+    page = matters_page.render_page(table)
+    assert all(f"* **{k}**: {v}" in page for k, v in matters.REGIME_DEFS.items())
+
+
+def test_percentages_are_read_as_decimals():
+    m = matters_sources.Measured("{0:.4f} and {1}", "here", file="x", line="on 2.12% and 7", pattern=r"on ([\d.]+)% and (\d)", percent=(0,))
+    assert m._groups() == [pytest.approx(0.0212), "7"] and m.text.format(*m._groups()) == "0.0212 and 7"
+    assert "%" not in "".join(table_col for table_col in matters_page.matters_table(ROOT)["how often it fired here"])
+
+
+def test_verdict_rows_are_the_tables_lines(table):
+    """The long format holds exactly the lines of the tested column, row by row, in order."""
+    rows = matters_page.verdict_rows(ROOT)
+    for name, cell in zip(table["trick"], table[TESTED]):
+        mine = rows[rows["trick"] == name]
+        assert [f"{c} ({r}): {l}" for c, r, l in zip(mine["claim"], mine["regime"], mine["line"])] == cell.split("\n")
+    effects = rows[rows["metric"] != ""]
+    assert (effects["ci_low"] <= effects["diff"]).all() and (effects["diff"] <= effects["ci_high"]).all()
+
+
+def test_text_table_fits_the_column(table):
+    text = matters_page.text_table(table.drop(columns=[TESTED]), width=90)
+    assert max(map(len, text.splitlines())) <= 90
+    words = lambda x: "".join(x.split())  # noqa: E731
+    assert all(words(t) in words(text) for t in table["trick"])
 
 
 @pytest.mark.parametrize("file, line", matters.quoted_sources(), ids=lambda x: x[:40])

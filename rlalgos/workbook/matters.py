@@ -44,6 +44,7 @@ class Trick:
     tested: tuple[Tested, ...]
     paper: str
     unmeasured: str = ""  # why there is no measured frequency (it acts on every step, or was never printed)
+    fires: str = ""  # how often the trigger fired here, in a word: a key of FIRES, read off ``measured``
 
 
 NB04 = "notebook 04b's regime (2-6-term sums, 4 minibatches), 3 seeds"
@@ -55,17 +56,51 @@ NB10_NB = "notebooks/10_engines.ipynb"
 BENCH_PUSH = "docs/bench/regimes_entropy_push.jsonl"
 BENCH_ZS = "docs/bench/regimes_zero_signal_truncation.jsonl"
 
-REGIMES = {  # a short name for each claim's regime (the record's ``regime`` says it in full)
-    "dynamic-sampling-speed": "nb04",
-    "token-mean-learning": "nb04",
-    "overlong-shaping": "nb04",
-    "clip-higher-entropy": "nb04",
-    "kl-penalty-drift": "nb04",
-    "dapo-nb04": "nb04",
-    "aggregation-long-answer": "nb04, base model's rollouts",
-    "zero-variance-no-signal": "nb04, base model's rollouts",
-    "dynamic-sampling-keeps-easy": "nb04, base model's rollouts",
-    "truncated-not-wrong": "nb04, base model's rollouts",
+FIRES = {  # the words of Trick.fires, each read off the trick's measured frequencies
+    "common": "0.01 or more of the tokens, answers or groups it acts on, in every regime where it was measured",
+    "rare": "under 0.01 of the tokens or answers it acts on, in every regime where it was measured",
+    "by regime": "rare in one regime, common in another",
+    "every step": "acts on every step (or every token) whenever it is switched on: not a trigger that can be rare",
+    "not measured": "how often it fired was never printed",
+    "its switches'": "DAPO as a whole: see the rows of its switches",
+}
+
+REGIME_DEFS = {  # each short name of REGIMES, in words (the records' ``regime`` fields say them in full)
+    "nb04b": "notebook 04b's regime: 2-6-term sums, a 64-token budget, 4 minibatches, 40 steps",
+    "nb04b, base model's rollouts": "a census of the base model's own answers on nb04b's task, no training",
+    "default task": "2-4-term sums, a 48-token budget, 32 prompts per step, 4 minibatches, 60 steps",
+    "nb05": "notebook 05's runs: the default task, 1 minibatch, 40 steps",
+    "nb08": "notebook 08's regime: the default task, 4 minibatches, 40 steps",
+    "hard push": "the default task at lr 2e-4, no KL, 4 minibatches, 60 steps (a benchmark run)",
+    "hard push, 30 steps (nb06)": "notebook 06's shorter run of the hard push settings",
+    "16-update push": "notebook 08's push: the default task, lr 3e-4, 2 epochs x 8 minibatches"
+    " = 16 updates per rollout, 15 steps",
+    "16-update push, 2-6 terms": "the same push on 2-6-term sums (notebook 10)",
+    "zero-signal regime": "2-6-term sums, 4 minibatches, 40 steps: many all-wrong groups,"
+    " made for dynamic sampling (a benchmark run)",
+    "24-token budget": "3-4-term sums with answers cut at 24 tokens, 4 minibatches, 40 steps:"
+    " correct working is often cut (a benchmark run)",
+    "nb09 trap": "notebook 09's trap task: easy prompts a direct answer solves beside hard ones only"
+    " the rare scratchpad solves; lr 1e-4, no KL, 8 minibatches, 30 steps",
+    "nb06 gamed reward": "notebook 06: the default task paid for a right answer and, equally, for a short one; 30 steps",
+    "nb06 length-biased reward": "notebook 06: a judge that pays for length only, lr 3e-4, 30 steps",
+    "lr 3e-4": "the default task at lr 3e-4, 40 steps, KL coefficient beta 0, 0.04 or 0.4",
+    "nb10 stale sampler": "notebook 10: the default task, the sampler 3 updates behind the trainer, 30 steps",
+    "nb10 bf16 sampler": "notebook 10: the default task, answers sampled in bf16 for an fp32 trainer, 30 steps",
+    "exact": "proved by a test, no runs",
+}
+
+REGIMES = {  # a short name for each claim's regime (REGIME_DEFS says each in words)
+    "dynamic-sampling-speed": "nb04b",
+    "token-mean-learning": "nb04b",
+    "overlong-shaping": "nb04b",
+    "clip-higher-entropy": "nb04b",
+    "kl-penalty-drift": "nb04b",
+    "dapo-nb04": "nb04b",
+    "aggregation-long-answer": "nb04b, base model's rollouts",
+    "zero-variance-no-signal": "nb04b, base model's rollouts",
+    "dynamic-sampling-keeps-easy": "nb04b, base model's rollouts",
+    "truncated-not-wrong": "nb04b, base model's rollouts",
     "token-mean-drgrpo-constant": "exact",
     "dapo-entropy-push": "hard push",
     "dapo-zero-signal": "zero-signal regime",
@@ -80,9 +115,9 @@ REGIMES = {  # a short name for each claim's regime (the record's ``regime`` say
     "gspo-clip": "nb08",
     "drgrpo-length": "nb08",
     "rloo-matches-grpo": "nb08",
-    "dual-clip": "nb08 push",
-    "cispo-push": "nb08 push (nb10)",
-    "sapo-push": "nb08 push (nb10)",
+    "dual-clip": "16-update push",
+    "cispo-push": "16-update push, 2-6 terms",
+    "sapo-push": "16-update push, 2-6 terms",
     "cispo-sapo-exact": "exact",
     "stale-sampler": "nb10 stale sampler",
     "rollout-correction": "nb10 stale sampler",
@@ -90,8 +125,8 @@ REGIMES = {  # a short name for each claim's regime (the record's ``regime`` say
     "kl-penalty-high-lr": "lr 3e-4",
     "reward-hacking": "nb06 gamed reward",
     "length-runaway": "nb06 length-biased reward",
-    "entropy-monitor": "nb06 hard push",
-    "critic-cost": "nb05 default task",
+    "entropy-monitor": "hard push, 30 steps (nb06)",
+    "critic-cost": "nb05",
     "normalisation-no-signal": "exact",
 }
 
@@ -119,7 +154,7 @@ TRICKS: tuple[Trick, ...] = (
                 "{0} of groups all-equal at the end of GRPO's runs",
                 "the default task, 3 seeds",
                 file="notebooks/05_side_by_side.ipynb",
-                line="zero_std_end          0.329    0.400   0.392   0.316",
+                line="zero_std_end         0.329  0.400  0.392  0.316",
                 pattern=r"^zero_std_end\s+\S+\s+\S+\s+(\S+)",  # the columns: reinforce, ppo, grpo, dapo
             ),
         ),
@@ -131,6 +166,7 @@ TRICKS: tuple[Trick, ...] = (
             Tested("dynamic-sampling-keeps-easy"),
         ),
         "DAPO (arXiv:2503.14476): the last switch added, +8 AIME 2024 points (42 -> 50), Qwen2.5-32B",
+        fires="common",
     ),
     Trick(
         "clip-higher",
@@ -152,11 +188,11 @@ TRICKS: tuple[Trick, ...] = (
                 fields=("base_mean",),
             ),
             Measured(
-                "rare rewarded tokens are {0} of tokens; the upper clip cut {1} of them",
+                "the upper clip cut {2} of all tokens; rare rewarded tokens are {0} of tokens, and it cut {1} of them",
                 NB09,
                 file="notebooks/09_exploration.ipynb",
                 line="vanilla        0.0016     0.0076    0.0066  0.0367    0.0698",
-                pattern=r"^vanilla\s+(\S+)\s+(\S+)",
+                pattern=r"^vanilla\s+(\S+)\s+(\S+)\s+(\S+)",
             ),
         ),
         (
@@ -165,6 +201,7 @@ TRICKS: tuple[Trick, ...] = (
             Tested("clip-higher-trap", "clip_higher", "eval_scratchpad_frac/hard"),
         ),
         "DAPO (arXiv:2503.14476): +2 AIME 2024 points (36 -> 38) and entropy kept from collapsing, Qwen2.5-32B",
+        fires="rare",
     ),
     Trick(
         "token-mean loss",
@@ -179,8 +216,17 @@ TRICKS: tuple[Trick, ...] = (
                 pattern=r": ([\d.]+) \(seq-mean-token-mean\) vs ([\d.]+)",
             ),
         ),
-        (Tested("aggregation-long-answer"), Tested("token-mean-learning"), Tested("dapo-entropy-push", "token_mean")),
+        (
+            Tested("aggregation-long-answer"),
+            # not the record's headline: docs/claims/token-mean-learning.json took its eval_accuracy line from
+            # notebook 04b cell 4 (the hard push's 6-seed line, shown below) instead of cell 30; until the record
+            # is re-extracted, only its two effects read from cell 30
+            Tested("token-mean-learning", "token_mean", "eval_entropy"),
+            Tested("token-mean-learning", "token_mean", "eval_completion_len"),
+            Tested("dapo-entropy-push", "token_mean"),
+        ),
         "DAPO (arXiv:2503.14476): +1 AIME 2024 point (41 -> 42) and steadier length and entropy, Qwen2.5-32B",
+        fires="every step",
     ),
     Trick(
         "overlong penalty",
@@ -204,6 +250,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("overlong-shaping"), Tested("dapo-truncation", "dapo"), Tested("length-runaway", "c_verbose_overlong")),
         "DAPO (arXiv:2503.14476): +3 AIME 2024 points (38 -> 41), answers up to 20k tokens, Qwen2.5-32B",
+        fires="by regime",
     ),
     Trick(
         "overlong filter",
@@ -239,6 +286,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("dapo-truncation", "overlong_filter"), Tested("truncated-not-wrong")),
         "DAPO (arXiv:2503.14476): the first switch added, +6 AIME 2024 points (30 -> 36), Qwen2.5-32B",
+        fires="by regime",
     ),
     Trick(
         "KL penalty",
@@ -261,6 +309,7 @@ TRICKS: tuple[Trick, ...] = (
             Tested("entropy-bonus-trap", "kl"),
         ),
         "GRPO (arXiv:2402.03300): k3 in the loss, beta 0.04, DeepSeekMath 7B; DAPO (arXiv:2503.14476) drops it for long reasoning, Qwen2.5-32B",
+        fires="every step",
     ),
     Trick(
         "entropy bonus",
@@ -270,6 +319,7 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("entropy-bonus-trap", "entropy_bonus"),),
         "PPO's entropy bonus (arXiv:1707.06347, Atari); Cui et al. (arXiv:2505.22617) find it sensitive to its coefficient in LLM reasoning",
         unmeasured="every step in notebook 09's arm (threshold 1e9: always on)",
+        fires="every step",
     ),
     Trick(
         "temperature monitor",
@@ -279,6 +329,7 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("entropy-bonus-trap", "temperature"), Tested("entropy-monitor", "e_monitor")),
         "no paper result of its own: a heuristic for DAPO's (arXiv:2503.14476) entropy collapse",
         unmeasured="how often it fired was logged (entropy_monitor_fired), never printed",
+        fires="not measured",
     ),
     Trick(
         "Clip-Cov",
@@ -288,6 +339,7 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("clip-cov-kl-cov", "clip_cov"), Tested("entropy-covariance")),
         "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
         unmeasured="by construction clip_cov_ratio (2e-4) of tokens; cov_selected_frac never printed",
+        fires="not measured",
     ),
     Trick(
         "KL-Cov",
@@ -297,6 +349,7 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("clip-cov-kl-cov", "kl_cov"),),
         "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
         unmeasured="by construction kl_cov_ratio (2e-4) of tokens; cov_selected_frac never printed",
+        fires="not measured",
     ),
     Trick(
         "GSPO",
@@ -313,6 +366,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("gspo-clip"), Tested("gspo-clip", "gspo", "eval_accuracy")),
         "Zheng et al. (arXiv:2507.18071): clips far more tokens than GRPO yet trains more stably, Qwen3 MoE models",
+        fires="common",
     ),
     Trick(
         "dual clip",
@@ -320,15 +374,17 @@ TRICKS: tuple[Trick, ...] = (
         "a token with A < 0 whose ratio is above clip_c (3): its loss is held at -A x clip_c",
         (
             Measured(
-                "{0}% of tokens on average (max over steps {1}%)",
+                "{0:.4f} of tokens on average (max over steps {1:.4f})",
                 "notebook 08's push (16 updates per rollout) on the default task, 3 seeds",
                 claim="dual-clip",
                 line="dual clip in force on 0.06941% of tokens on average (max over steps 0.43661%)",
                 pattern=r"on ([\d.]+)% .* steps ([\d.]+)%",
+                percent=(0, 1),
             ),
         ),
         (Tested("dual-clip"),),
         "Ye et al. (arXiv:1912.09729): stabilises large-scale off-policy PPO, Honor of Kings agents",
+        fires="rare",
     ),
     Trick(
         "Dr. GRPO",
@@ -343,6 +399,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         "Liu et al. (arXiv:2503.20783): same accuracy with shorter wrong answers, Qwen2.5-Math-7B (43.3% AIME 2024)",
         unmeasured="acts on every step (not a rare trigger)",
+        fires="every step",
     ),
     Trick(
         "RLOO",
@@ -352,6 +409,7 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("rloo-matches-grpo"), Tested("rloo-matches-grpo", "rloo", "kl")),
         "Ahmadian et al. (arXiv:2402.14740): beats PPO and DPO in RLHF, Pythia 6.9B and Llama 7B",
         unmeasured="acts on every step (not a rare trigger)",
+        fires="every step",
     ),
     Trick(
         "CISPO",
@@ -359,22 +417,25 @@ TRICKS: tuple[Trick, ...] = (
         "a token whose ratio left [1 - eps_low, 1 + eps_high]: its weight is clipped but it keeps the gradient PPO's clip removes",
         (
             Measured(
-                "PPO's clip removed the gradient of {0}% of tokens",
+                "PPO's clip removed the gradient of {0:.4f} of tokens",
                 NB10_PUSH,
                 file=NB10_NB,
                 line="hard clip (grpo): gradient removed on 2.12% of tokens (1.70% low side, 0.42% high side), mean over steps and seeds",
                 pattern=r"removed on ([\d.]+)%",
+                percent=(0,),
             ),
             Measured(
-                "CISPO clipped the weight of {0}% of its tokens",
+                "CISPO clipped the weight of {0:.4f} of its tokens",
                 NB10_PUSH,
                 file=NB10_NB,
                 line="cispo: weight clipped on 12.46% of tokens, each keeping its gradient",
                 pattern=r"clipped on ([\d.]+)%",
+                percent=(0,),
             ),
         ),
         (Tested("cispo-push"), Tested("cispo-push", "cispo", "approx_kl"), Tested("cispo-sapo-exact")),
         "MiniMax-M1 (arXiv:2506.13585): DAPO's AIME score in half the steps, Qwen2.5-32B; trained a 456B MoE",
+        fires="common",
     ),
     Trick(
         "SAPO",
@@ -391,6 +452,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("sapo-push"), Tested("cispo-sapo-exact")),
         "Gao et al. (arXiv:2511.20347): steadier training and higher scores than GSPO and GRPO, Qwen3 models",
+        fires="every step",
     ),
     Trick(
         "TIS (truncated IS)",
@@ -418,6 +480,7 @@ TRICKS: tuple[Trick, ...] = (
             Tested("bf16-mismatch"),
         ),
         "Yao et al. 2025 (blog, fengyao.notion.site/off-policy-rl): the vLLM / FSDP gap, truncated IS restores training at billion-parameter scale",
+        fires="rare",
     ),
     Trick(
         "MIS (masked IS)",
@@ -434,6 +497,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("rollout-correction", "stale_mis"),),
         "Liu et al. 2025 (blog, richardli.xyz/rl-collapse): masking mismatched answers prevents collapse in long runs",
+        fires="rare",
     ),
     Trick(
         "PPO critic",
@@ -450,6 +514,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (Tested("critic-cost"),),
         "PPO (arXiv:1707.06347); GRPO (arXiv:2402.03300) drops the critic to save its memory and compute, DeepSeekMath 7B",
+        fires="every step",
     ),
     Trick(
         "DAPO, all switches",
@@ -466,6 +531,7 @@ TRICKS: tuple[Trick, ...] = (
         ),
         "DAPO (arXiv:2503.14476): 50 AIME 2024 points against naive GRPO's 30, Qwen2.5-32B",
         unmeasured="see its switches' rows",
+        fires="its switches'",
     ),
 )
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+import textwrap
+
 import pandas as pd
 
 from .claims import Layout, load_published
-from .matters import REGIMES, TRICKS, Tested, Trick
-from .stats import verdict_line
+from .matters import FIRES, REGIME_DEFS, REGIMES, TRICKS, Tested, Trick
+from .stats import is_share, verdict_line
 
 NOT_MEASURED = "not measured"
 
@@ -23,6 +25,7 @@ COLUMNS = (
     "trick",
     "trigger (when it changes the gradient)",
     "how often it fired here",
+    "in a word",
     "tested here: effect and verdict",
     "its paper",
 )
@@ -83,8 +86,62 @@ def matters_table(root: str | Path) -> pd.DataFrame:
             f"{NOT_MEASURED}: {t.unmeasured}"
         ]
         tested = [line for s in t.tested for line in tested_lines(s, records)]
-        rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), "\n".join(tested), t.paper))))
+        rows.append(dict(zip(COLUMNS, (t.name, t.trigger, "\n".join(fired), t.fires, "\n".join(tested), t.paper))))
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def verdict_rows(root: str | Path) -> pd.DataFrame:
+    """The table's tests in long format, one row per comparison and trick: ``trick``, ``fires`` (the trick's
+    word for how often its trigger fired), ``claim``, ``regime`` (its short name), ``metric``, ``arm``, ``base``,
+    ``verdict``, ``diff``, ``ci_low``, ``ci_high`` (in points for a share), ``seeds`` and ``line`` (the verdict
+    line; where the claim has no paired number, a census, a fit, a cost or an exact test, its verdict, with
+    ``metric`` empty). A comparison that two rows name (``dapo - grpo`` at the 24-token budget, under the
+    overlong penalty and under DAPO) appears once per row."""
+    records = load_published(Layout(root).json_dir)
+    rows = []
+    for t in TRICKS:
+        for s in t.tested:
+            record = records[s.claim]
+            head = dict(trick=t.name, fires=t.fires, claim=s.claim, regime=REGIMES[s.claim])
+            effects = selected_effects(s, record)
+            if not effects:
+                seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
+                rows.append(
+                    {**head, "metric": "", "arm": "", "base": "", "verdict": record["verdict"],
+                     "line": f"{record['verdict']}{seeds}"}
+                )
+            for e in effects:
+                scale = 100.0 if is_share(e["metric"]) else 1.0
+                rows.append(
+                    {**head, "metric": e["metric"], "arm": e["arm"], "base": e["base"], "verdict": e["verdict"],
+                     "diff": e["diff"] * scale, "ci_low": e["ci_low"] * scale, "ci_high": e["ci_high"] * scale,
+                     "seeds": len(e["seeds"]), "line": effect_text(e)}
+                )
+    return pd.DataFrame(rows)
+
+
+def wrap(text: str, width: int = 90, indent: str = "") -> list[str]:
+    """``text``'s lines wrapped to ``width`` characters at spaces, continuation lines indented 4 more than ``indent``."""
+    return [
+        w
+        for line in text.split("\n")
+        for w in textwrap.wrap(
+            line, width, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False,
+            break_long_words=False,
+        )
+    ]
+
+
+def text_table(df: pd.DataFrame, width: int = 90) -> str:
+    """``df`` as plain text no wider than ``width``: one block per row, the first column's value, then each other
+    column's name and its lines, wrapped (the text view of a table whose cells hold several lines)."""
+    out = []
+    for row in df.itertuples(index=False):
+        out.append(str(row[0]))
+        for name, value in zip(df.columns[1:], row[1:]):
+            out += wrap(f"{name}: {value}".replace("\n", "\n  "), width, "  ")
+        out.append("")
+    return "\n".join(out)
 
 
 def engine_names() -> pd.DataFrame:
@@ -116,23 +173,31 @@ project's runs, the **regimes where it was tested** (effect, 95% interval, seeds
 (`python docs/make_what_matters.py`; `rlalgos/workbook/matters.py` holds the static facts),
 so its numbers cannot drift from the runs.
 
-**How to read it: "should I turn X on?"** Find X's row. If its trigger rarely fires in your runs,
-X can change little there, whatever its paper found at its scale: measure the trigger first (the
-metric names are in [Metrics](metrics.md)). If the trigger fires often and a regime like yours
-shows an effect, turn it on and check the same metric. A trick whose trigger is common and whose
-tests are within noise needs more seeds before a conclusion.
+**How to read it: "should I turn X on?"** Find X's row and measure its trigger in your own runs
+first (the metric names are in [Metrics](metrics.md)). If the trigger fires often and a regime like
+yours shows an effect, turn it on and check the same metric. If the trigger rarely fires, X acts on
+few tokens there, which is not the same as acting weakly: in this project's trap regime clip-higher,
+whose bound binds on under 0.01 of tokens, changed the hard prompts' scratchpad share against the
+expectation (its row). A trick whose trigger is common and whose tests are within noise needs more
+seeds before a conclusion.
 
 **The verdict format** is the course's: `metric arm - base = diff (95% CI low..high, n seeds;
 detectable >= x) -> verdict`, the arm minus its baseline at the end of the runs, paired by seed.
 **shown**: the interval excludes 0 in the expected direction; **opposite**: it excludes 0 the other
 way; **within noise (could see >= x)**: it includes 0, and x, the interval's half-width, is the
-smallest effect this comparison could have told from zero. A null is not "no effect": an effect
-smaller than x, or one in a regime where the trigger never fires, is still possible. Rates and
-shares are in points (0.01 = 1 point); "detectable" is in the metric's units. Regime names:
-nb04 = 2-6-term sums at 4 minibatches; nb08 = the default task (2-4-term sums) at 4 minibatches; hard push = lr 2e-4, no KL, 4 minibatches, 60 steps;
-nb08 push = 16 updates per rollout; nb09 trap = easy direct-answer prompts beside hard ones only the
-rare scratchpad solves; exact = proved by a test.
+smallest effect this comparison could have told from zero. A null rules out only the effects
+beyond its interval's ends: `-1.5 points (95% CI -7.8..+4.8)` rules out a gain above 4.8 points
+and a loss beyond 7.8, and leaves every effect in between possible, as well as any effect in a
+regime where the trigger fires more often. Differences of rates and shares are in points (0.01 = 1
+point); "detectable" is in the metric's units.
 """
+
+
+def _legend() -> str:
+    """The page's legend of the words of the "in a word" column and of the regime names, from matters.py."""
+    words = "; ".join(f"**{k}**: {v}" for k, v in FIRES.items())
+    regimes = "\n".join(f"* **{k}**: {v}" for k, v in REGIME_DEFS.items())
+    return f"**In a word**, how often the trigger fired here: {words}.\n\n**Regime names** (the tested column's):\n\n{regimes}\n"
 
 
 def _cell(text: str) -> str:
@@ -145,6 +210,7 @@ def render_page(table: pd.DataFrame) -> str:
         "<!-- generated by `python docs/make_what_matters.py` from docs/claims/*.json, docs/bench/*.jsonl and committed printouts: do not edit by hand -->",
         "",
         INTRO,
+        _legend(),
         "| " + " | ".join(table.columns) + " |",
         "|" + "---|" * len(table.columns),
     ]

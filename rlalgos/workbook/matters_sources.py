@@ -26,7 +26,8 @@ class Measured:
     (``(arm, metric)`` of one of its effects and ``fields`` of it, e.g. ``("arm_mean",)``);
     ``file`` a ``docs/bench/*.jsonl`` with ``match`` (the row whose items include these) and
     ``fields``; or ``file`` a notebook or page with ``line`` (its committed output or text).
-    ``pattern`` reads the values off ``line`` (its groups, as printed)."""
+    ``pattern`` reads the values off ``line`` (its groups, as printed); ``percent`` names the groups
+    printed as percentages, read as decimals (2.12% -> 0.0212) so the table writes every share one way."""
 
     text: str
     where: str
@@ -37,6 +38,7 @@ class Measured:
     effect: tuple[str, str] | None = None
     match: Mapping = field(default_factory=dict)
     fields: tuple[str, ...] = ()
+    percent: tuple[int, ...] = ()
 
     def read(self, records: Mapping[str, dict], root: Path) -> tuple[list, str]:
         """(the values, the citation: the committed file and, for a printout, its cell); ``root`` is the
@@ -68,7 +70,7 @@ class Measured:
         m = re.search(self.pattern, self.line)
         if not m:
             raise ValueError(f"the pattern {self.pattern!r} does not match its line {self.line!r}")
-        return list(m.groups())
+        return [float(g) / 100 if i in self.percent else g for i, g in enumerate(m.groups())]
 
 
 def quoted_where(file: str, line: str, root: Path) -> str:
