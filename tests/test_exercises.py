@@ -39,7 +39,7 @@ def test_wrong_answer_gives_one_line_with_a_hint(capsys):
     assert check("03.1", centred_only) is None and judge("03.1", centred_only)[0] is False
     out = capsys.readouterr().out
     lines = out.splitlines()  # one verdict, wrapped to the book's column: continuation lines are indented
-    assert all(len(line) <= 100 for line in lines) and all(line.startswith("    ") for line in lines[1:])
+    assert all(len(line) <= 90 for line in lines) and all(line.startswith("    ") for line in lines[1:])
     assert "Traceback" not in out
     out = " ".join(line.strip() for line in lines)
     assert out.startswith("✗ 03.1") and "expected" in out and "Hint: " in out and "std" in out

@@ -85,7 +85,7 @@ def _kl_entropy(answer, runs):
 
 @exercise(
     "05.1",
-    "RLOO's advantage is GRPO's, rescaled",
+    "RLOO's advantage is Dr. GRPO's (the mean-centred reward), rescaled",
     "r - mean_others = (G/(G-1)) (r - mean_group): write out mean_others = (G mean_group - r)/(G-1)",
 )
 def _rloo_scale(answer):
