@@ -50,7 +50,7 @@ def test_failure_chain_draws_every_failure_and_every_cut():
     drawn = "\n".join(texts(fig))
     for label in (
         "entropy collapse",
-        "zero-signal groups",
+        "zero-variance groups",
         "long answers diluted",
         "truncation",
         "noisy rewards",

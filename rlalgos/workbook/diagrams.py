@@ -56,7 +56,7 @@ def failure_chain(ax=None):
         w,
         h,
         "clip at 1 + ε (PPO's)",
-        "from a rollout's 2nd optimizer\nstep, A > 0: ratio capped at\n1.2, so a rare good token gains\nat most ×1.2 per rollout",
+        "from a rollout's 2nd optimizer\nstep, A > 0: no push past a\nratio of 1.2, so a rare good\ntoken is pushed up only ×1.2\nper rollout",
         "cause",
     )
     box(
@@ -75,7 +75,7 @@ def failure_chain(ax=None):
         top,
         w,
         h,
-        "zero-signal groups",
+        "zero-variance groups",
         "a sharp policy answers the\nsame way G times: equal\nrewards → A = 0 → no gradient",
         "failure",
     )

@@ -19,7 +19,7 @@ CLAIMS = (
         expects=(Expect("rm_KL", "eval_accuracy", +1), Expect("rm_rule", "eval_accuracy", +1)),
         quotes=(
             Quote(
-                "rm only    proxy reward/rm +0.257 -> +1.538 (sd 0.308); eval accuracy 0.384 -> 0.084 (sd 0.071); kl 0.605 (sd 0.336)"
+                "rm only    proxy +0.257 -> +1.538   eval accuracy 0.384 -> 0.084   kl end 0.605"
             ),
         ),
     ),
