@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from .drawing import BLUE, SKY, GREEN, ORANGE, VERMILLION, GREY, FILL, EDGE, arrow, box, canvas, cut
@@ -160,15 +161,17 @@ def failure_chain(ax=None):
     )  # the note is about entropy
     ax.legend(
         handles=[
+            Rectangle((0, 0), 1, 1, fc=FILL["cause"], ec=EDGE["cause"], lw=1.5, label="cause (PPO's clip)"),
             Rectangle((0, 0), 1, 1, fc=FILL["failure"], ec=ORANGE, lw=1.5, label="failure"),
             Rectangle((0, 0), 1, 1, fc=FILL["effect"], ec=GREY, lw=1.5, label="consequence"),
             Rectangle((0, 0), 1, 1, fc=VERMILLION, ec=VERMILLION, label="cut by a DAPO trick"),
+            Line2D([], [], color=GREY, ls="--", label="only in the extreme case"),
         ],
-        loc="lower right",
-        bbox_to_anchor=(1.0, 0.0),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.93),
         fontsize=7.5,
         frameon=False,
-        ncol=1,
+        ncol=2,
         handlelength=1.2,
     )
     return fig
