@@ -121,7 +121,7 @@ def failure_chain(ax=None):
     ax.text(
         xs[2] + 0.08,
         (top + bottom) / 2,
-        "all G cut off\n→ all score 0",
+        "all G cut off\nand wrong\n→ all equal",
         ha="left",
         va="center",
         fontsize=7.5,
