@@ -244,7 +244,7 @@ def run_facts(groups: Mapping[str, list[pd.DataFrame]]) -> str:
     if lr:
         parts.append(f"lr {lr:g}")
     if epochs and minibatches and epochs * minibatches > 1:
-        parts.append(f"{epochs} epochs x {minibatches} minibatches")
+        parts.append(f"{epochs} epoch{'s' * (epochs > 1)} x {minibatches} minibatch{'es' * (minibatches > 1)}")
     parts.append(_seeds_text([c["train"].get("seed", 0) for c in cfgs]))
     return ", ".join(parts)
 
