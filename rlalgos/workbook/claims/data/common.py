@@ -27,7 +27,7 @@ CUI = "Cui et al. 2025, arXiv:2505.22617"
 PPO_PAPER = "PPO (Schulman et al. 2017, arXiv:1707.06347)"
 MISMATCH = "the rollout-trainer mismatch (Yao et al. 2025, fengyao.notion.site/off-policy-rl; Liu et al. 2025, richardli.xyz/rl-collapse)"
 MECH = dict(
-    notebook="04b_dapo_where_it_helps.ipynb", figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-9"
+    notebook="04b_dapo_where_it_helps.ipynb", figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-8"
 )  # measured on the base model's rollouts (rlalgos.workbook.measures)
 SPEED = "docs/speed.md"
 

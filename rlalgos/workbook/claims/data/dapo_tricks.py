@@ -112,7 +112,7 @@ CLAIMS = (
         "mechanism",
         "partial: only at one budget does the filter mask answers that are right",
         stated="partial (a census, no interval)",
-        **{**MECH, "figure": "notebooks/04b_dapo_where_it_helps.ipynb#cell-16"},
+        **{**MECH, "figure": "notebooks/04b_dapo_where_it_helps.ipynb#cell-12"},
         measure="truncation",
         base="if truncated meant wrong",
         expects=(Expect(f"truncated at {BUDGET} tokens", "truncated_correct_frac", +1),),

@@ -31,7 +31,7 @@ CLAIMS = (
         "(published by `rlalgos claims run kl-penalty-high-lr --publish`, 2026-12-02)",
         task="addition",
         base="beta0.04",
-        figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-36",
+        figure="notebooks/04b_dapo_where_it_helps.ipynb#cell-28",
         shared=dict(steps=40, prompts_per_step=16, group_size=8),
         run_dir="runs/kl_high_lr/{arm}/seed{seed}",
         arms={
@@ -73,7 +73,7 @@ CLAIMS = (
         "(published by `rlalgos claims run dapo-default-regime --publish`, 2026-12-02: the same runs as docs/speed.md's)",
         task="addition",
         base="grpo",
-        figure="notebooks/05_side_by_side.ipynb#cell-10",
+        figure="notebooks/05_side_by_side.ipynb#cell-11",
         run_dir="runs/bench/learning/{arm}_s{seed}",
         shared=dict(steps=60, prompts_per_step=32, group_size=8, eval_every=5, eval_prompts=200, eval_samples=4),
         arms={"grpo": ("grpo", {"minibatches": 4}), "dapo": ("dapo", {"minibatches": 4})},

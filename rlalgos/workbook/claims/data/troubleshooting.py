@@ -37,7 +37,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-17",
+        figure="notebooks/06_troubleshooting.ipynb#cell-12",
         arms={"baseline": ("grpo", {}), "b_lr3e-3": ("grpo", {"lr": 3e-3})},
         train={
             "b_lr3e-3": {"stop_on_collapse": False}
@@ -51,7 +51,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced on seeds 0-2 (shaping holds length; it cannot make a reward that ignores correctness teach it); on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely moved), so the interval includes 0: within noise there",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-22",
+        figure="notebooks/06_troubleshooting.ipynb#cell-14",
         arms={
             "baseline": ("grpo", {}),
             "c_verbose": ("grpo", {"lr": 3e-4}),
@@ -71,7 +71,7 @@ CLAIMS = (
         "end-to-end",
         "reproduced, and again on fresh seeds 20-22 (all-equal share +0.59 on too-hard prompts, -0.77 and accuracy +0.110 with the medium pool)",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-27",
+        figure="notebooks/06_troubleshooting.ipynb#cell-18",
         arms={"baseline": ("grpo", {}), "d_too_hard": ("grpo", {}), "d_medium": ("grpo", {})},
         train={"d_too_hard": {"task": TOO_HARD}, "d_medium": {"task": MEDIUM}},
         expects=(
@@ -87,7 +87,7 @@ CLAIMS = (
         "end-to-end",
         "partial: a small entropy drop and an accuracy cost reproduce; collapse in the strong sense and the monitor's fix do not at this scale (fresh seeds 20-22: the accuracy cost again, -0.100, CI -0.187..-0.013; the entropy drop within noise there, -0.006, CI -0.020..+0.009; the monitor changes nothing)",
         **NB06,
-        figure="notebooks/06_troubleshooting.ipynb#cell-29",
+        figure="notebooks/06_troubleshooting.ipynb#cell-20",
         arms={
             "baseline": ("grpo", {}),
             "e_sharpen": ("grpo", {"lr": 2e-4, "kl_coef": 0.0, "minibatches": 4}),
@@ -119,7 +119,7 @@ CLAIMS = (
         "reproduced (a cost, deterministic)",
         stated="reproduced (a cost, measured)",
         notebook="05_side_by_side.ipynb",
-        figure="notebooks/05_side_by_side.ipynb#cell-10",
+        figure="notebooks/05_side_by_side.ipynb#cell-11",
         task="addition",
         base="grpo",
         run_dir="runs/nb05_{arm}_s{seed}",
