@@ -115,7 +115,7 @@ def gradient_weight(loss_fn: Callable, ratio: float, advantage: float, **kwargs)
 @exercise(
     "10.1",
     "what the hard clip and CISPO do to a token that has moved",
-    "inside [0.8, 1.2] the weight is r x A (PPO) or r x A (CISPO); outside, on the side A pushes toward, PPO's clipped term is a constant (weight 0) while CISPO's weight is the bound times A",
+    "inside [0.8, 1.2] both weights are r x A; outside, on the side A pushes toward, PPO's clipped term is a constant (weight 0) while CISPO's weight is the bound times A",
 )
 def _cispo_weight(answer):
     want = torch.tensor(
