@@ -30,6 +30,7 @@ class Tested:
     claim: str
     arm: str = ""
     metric: str = ""
+    context: str = ""  # non-empty: a line shown for context, not counted as a test of the trick (says why)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Trick:
     paper: str
     unmeasured: str = ""  # why there is no measured frequency (it acts on every step, or was never printed)
     fires: str = ""  # how often the trigger fired here, in a word: a key of FIRES, read off ``measured``
+    read: str = ""  # the logged metric(s) to read in your own run before turning it on (docs/metrics.md)
+    when: str = ""  # the decision this project's lines support: turn it on when ...
 
 
 NB04 = "notebook 04b's regime (2-6-term sums, 4 minibatches), 3 seeds"
@@ -161,12 +164,20 @@ TRICKS: tuple[Trick, ...] = (
         (
             Tested("dynamic-sampling-speed"),
             Tested("dapo-entropy-push", "dynamic_sampling"),
-            Tested("dynamic-sampling-carries-dapo"),
+            Tested("dynamic-sampling-carries-dapo", "dynamic_only", "eval_accuracy"),
+            Tested("dynamic-sampling-carries-dapo", "dapo_no_dynamic", "eval_accuracy"),
+            Tested(
+                "dynamic-sampling-carries-dapo", "dapo", "eval_accuracy",
+                context="DAPO against vanilla at matched answers: dynamic sampling is not switched alone",
+            ),
             Tested("zero-variance-no-signal"),
             Tested("dynamic-sampling-keeps-easy"),
         ),
         "DAPO (arXiv:2503.14476): the last switch added, +8 AIME 2024 points (42 -> 50), Qwen2.5-32B",
         fires="common",
+        read="zero_std_frac",
+        when="many groups are all-right or all-wrong and you can afford the extra draws: shown in two regimes,"
+        " but in the trap a gain from more samples alone is not ruled out",
     ),
     Trick(
         "clip-higher",
@@ -202,6 +213,9 @@ TRICKS: tuple[Trick, ...] = (
         ),
         "DAPO (arXiv:2503.14476): +2 AIME 2024 points (36 -> 38) and entropy kept from collapsing, Qwen2.5-32B",
         fires="rare",
+        read="clip_frac_high, clip_frac_high_rare",
+        when="the high-side clip binds often (several updates per rollout); here it bound rarely, gave no gain"
+        " shown and cut the trap's hard-prompt scratchpad share: test it on your task first",
     ),
     Trick(
         "token-mean loss",
@@ -227,6 +241,8 @@ TRICKS: tuple[Trick, ...] = (
         ),
         "DAPO (arXiv:2503.14476): +1 AIME 2024 point (41 -> 42) and steadier length and entropy, Qwen2.5-32B",
         fires="every step",
+        read="completion_len_wrong (answer lengths differ a lot)",
+        when="long wrong answers are common: its push on them is shown, no accuracy gain shown here",
     ),
     Trick(
         "overlong penalty",
@@ -248,9 +264,11 @@ TRICKS: tuple[Trick, ...] = (
                 pattern=r"points \(([\d.]+) vs",
             ),
         ),
-        (Tested("overlong-shaping"), Tested("dapo-truncation", "dapo"), Tested("length-runaway", "c_verbose_overlong")),
+        (Tested("overlong-shaping"), Tested("length-runaway", "c_verbose_overlong")),
         "DAPO (arXiv:2503.14476): +3 AIME 2024 points (38 -> 41), answers up to 20k tokens, Qwen2.5-32B",
         fires="by regime",
+        read="truncated_frac, overlong_penalty",
+        when="answers run into the limit and the reward pays for length: shown under nb06's length-biased reward",
     ),
     Trick(
         "overlong filter",
@@ -287,6 +305,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("dapo-truncation", "overlong_filter"), Tested("truncated-not-wrong")),
         "DAPO (arXiv:2503.14476): the first switch added, +6 AIME 2024 points (30 -> 36), Qwen2.5-32B",
         fires="by regime",
+        read="truncated_frac, and how many cut answers were right",
+        when="cut answers are rarely right; at 24 tokens, where many cut answers were right, no gain shown",
     ),
     Trick(
         "KL penalty",
@@ -310,6 +330,8 @@ TRICKS: tuple[Trick, ...] = (
         ),
         "GRPO (arXiv:2402.03300): k3 in the loss, beta 0.04, DeepSeekMath 7B; DAPO (arXiv:2503.14476) drops it for long reasoning, Qwen2.5-32B",
         fires="every step",
+        read="kl",
+        when="the reward can be gamed or drift must stay small: it held drift and kept accuracy under the gamed reward",
     ),
     Trick(
         "entropy bonus",
@@ -320,6 +342,8 @@ TRICKS: tuple[Trick, ...] = (
         "PPO's entropy bonus (arXiv:1707.06347, Atari); Cui et al. (arXiv:2505.22617) find it sensitive to its coefficient in LLM reasoning",
         unmeasured="every step in notebook 09's arm (threshold 1e9: always on)",
         fires="every step",
+        read="eval_entropy, entropy_bonus_active",
+        when="entropy collapses and you will tune its coefficient: here no line shown either way",
     ),
     Trick(
         "temperature monitor",
@@ -330,6 +354,8 @@ TRICKS: tuple[Trick, ...] = (
         "no paper result of its own: a heuristic for DAPO's (arXiv:2503.14476) entropy collapse",
         unmeasured="how often it fired was logged (entropy_monitor_fired), never printed",
         fires="not measured",
+        read="entropy_monitor_fired, sampling_temperature",
+        when="not on this evidence: in the trap it cut the hard prompts' scratchpad share and accuracy",
     ),
     Trick(
         "Clip-Cov",
@@ -340,6 +366,8 @@ TRICKS: tuple[Trick, ...] = (
         "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
         unmeasured="by construction clip_cov_ratio (2e-4) of tokens; cov_selected_frac never printed",
         fires="not measured",
+        read="cov_selected_frac, eval_entropy",
+        when="entropy collapses at scale (its paper's case): here its lines are within noise",
     ),
     Trick(
         "KL-Cov",
@@ -350,6 +378,8 @@ TRICKS: tuple[Trick, ...] = (
         "Cui et al. (arXiv:2505.22617): entropy kept up and math scores above GRPO's, Qwen2.5 7B/32B",
         unmeasured="by construction kl_cov_ratio (2e-4) of tokens; cov_selected_frac never printed",
         fires="not measured",
+        read="cov_selected_frac, eval_entropy",
+        when="entropy collapses at scale (its paper's case): here its pass@4 came out lower",
     ),
     Trick(
         "GSPO",
@@ -364,9 +394,14 @@ TRICKS: tuple[Trick, ...] = (
                 fields=("arm_mean", "base_mean"),
             ),
         ),
-        (Tested("gspo-clip"), Tested("gspo-clip", "gspo", "eval_accuracy")),
+        (
+            Tested("gspo-clip", context="how often its clip fires: a trigger rate, not an outcome"),
+            Tested("gspo-clip", "gspo", "eval_accuracy"),
+        ),
         "Zheng et al. (arXiv:2507.18071): clips far more tokens than GRPO yet trains more stably, Qwen3 MoE models",
         fires="common",
+        read="clip_frac",
+        when="token ratios are noisy (its paper: MoE models); here its accuracy line is within noise",
     ),
     Trick(
         "dual clip",
@@ -385,6 +420,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("dual-clip"),),
         "Ye et al. (arXiv:1912.09729): stabilises large-scale off-policy PPO, Honor of Kings agents",
         fires="rare",
+        read="clip_frac_dual",
+        when="many updates per rollout push ratios far up: here it bound rarely, its line within noise",
     ),
     Trick(
         "Dr. GRPO",
@@ -400,6 +437,8 @@ TRICKS: tuple[Trick, ...] = (
         "Liu et al. (arXiv:2503.20783): same accuracy with shorter wrong answers, Qwen2.5-Math-7B (43.3% AIME 2024)",
         unmeasured="acts on every step (not a rare trigger)",
         fires="every step",
+        read="completion_len_wrong",
+        when="wrong answers grow long: here the length lines are within noise",
     ),
     Trick(
         "RLOO",
@@ -410,6 +449,8 @@ TRICKS: tuple[Trick, ...] = (
         "Ahmadian et al. (arXiv:2402.14740): beats PPO and DPO in RLHF, Pythia 6.9B and Llama 7B",
         unmeasured="acts on every step (not a rare trigger)",
         fires="every step",
+        read="(none: it acts on every group)",
+        when="not on this evidence: it ended below GRPO here",
     ),
     Trick(
         "CISPO",
@@ -436,6 +477,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("cispo-push"), Tested("cispo-push", "cispo", "approx_kl"), Tested("cispo-sapo-exact")),
         "MiniMax-M1 (arXiv:2506.13585): DAPO's AIME score in half the steps, Qwen2.5-32B; trained a 456B MoE",
         fires="common",
+        read="clip_frac",
+        when="not on this evidence: where the clip bound often it ended below GRPO",
     ),
     Trick(
         "SAPO",
@@ -453,6 +496,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("sapo-push"), Tested("cispo-sapo-exact")),
         "Gao et al. (arXiv:2511.20347): steadier training and higher scores than GSPO and GRPO, Qwen3 models",
         fires="every step",
+        read="sapo_grad_weight",
+        when="ratios move far from 1: here its gate barely moved and its line is within noise",
     ),
     Trick(
         "TIS (truncated IS)",
@@ -476,11 +521,16 @@ TRICKS: tuple[Trick, ...] = (
         ),
         (
             Tested("rollout-correction", "stale_tis"),
-            Tested("stale-sampler", "stale", "eval_accuracy"),
-            Tested("bf16-mismatch"),
+            Tested(
+                "stale-sampler", "stale", "eval_accuracy",
+                context="the stale sampler's own effect, TIS off in both arms: the gap TIS corrects",
+            ),
+            Tested("bf16-mismatch", context="bf16 sampling's own effect, TIS off in both arms: the gap TIS corrects"),
         ),
         "Yao et al. 2025 (blog, fengyao.notion.site/off-policy-rl): the vLLM / FSDP gap, truncated IS restores training at billion-parameter scale",
         fires="rare",
+        read="mismatch_ratio_beyond_2, rollout_is_clip_frac",
+        when="the sampler and the trainer disagree on many tokens (a separate inference engine): here they rarely did",
     ),
     Trick(
         "MIS (masked IS)",
@@ -498,6 +548,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("rollout-correction", "stale_mis"),),
         "Liu et al. 2025 (blog, richardli.xyz/rl-collapse): masking mismatched answers prevents collapse in long runs",
         fires="rare",
+        read="mismatch_ratio_beyond_2, rollout_is_clip_frac",
+        when="the sampler and the trainer disagree on many tokens (a separate inference engine): here they rarely did",
     ),
     Trick(
         "PPO critic",
@@ -515,6 +567,8 @@ TRICKS: tuple[Trick, ...] = (
         (Tested("critic-cost"),),
         "PPO (arXiv:1707.06347); GRPO (arXiv:2402.03300) drops the critic to save its memory and compute, DeepSeekMath 7B",
         fires="every step",
+        read="step_seconds, explained_variance",
+        when="you need per-token credit and can pay for a second model: here it is a cost (its row's time per step)",
     ),
     Trick(
         "DAPO, all switches",
@@ -532,6 +586,8 @@ TRICKS: tuple[Trick, ...] = (
         "DAPO (arXiv:2503.14476): 50 AIME 2024 points against naive GRPO's 30, Qwen2.5-32B",
         unmeasured="see its switches' rows",
         fires="its switches'",
+        read="its switches' metrics",
+        when="its switches' triggers fire: shown under the hard push and in the trap, below GRPO at a 24-token budget",
     ),
 )
 

@@ -52,6 +52,11 @@ def selected_effects(t: Tested, record: Mapping) -> list[dict]:
     return [e for e in record["effects"] if e["headline"]]
 
 
+def context_note(t: Tested) -> str:
+    """The mark after a context line (one shown beside the trick's tests, not counted as one of them)."""
+    return f" [context, not counted: {t.context}]" if t.context else ""
+
+
 def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
     """``t``'s lines: ``claim-id (regime): effect`` per selected effect, or the claim's verdict."""
     record = records[t.claim]
@@ -61,8 +66,8 @@ def tested_lines(t: Tested, records: Mapping[str, dict]) -> list[str]:
         if t.arm or t.metric:
             raise ValueError(f"docs/claims/{t.claim}.json has no effect {t.arm or '*'}/{t.metric or '*'}")
         seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
-        return [f"{head}: {record['verdict']}{seeds}"]
-    return [f"{head}: {effect_text(e)}" for e in effects]
+        return [f"{head}: {record['verdict']}{seeds}{context_note(t)}"]
+    return [f"{head}: {effect_text(e)}{context_note(t)}" for e in effects]
 
 
 def measured_lines(trick: Trick, records: Mapping[str, dict], root: Path) -> list[tuple[str, str]]:
@@ -95,27 +100,27 @@ def verdict_rows(root: str | Path) -> pd.DataFrame:
     word for how often its trigger fired), ``claim``, ``regime`` (its short name), ``metric``, ``arm``, ``base``,
     ``verdict``, ``diff``, ``ci_low``, ``ci_high`` (in points for a share), ``seeds`` and ``line`` (the verdict
     line; where the claim has no paired number, a census, a fit, a cost or an exact test, its verdict, with
-    ``metric`` empty). A comparison that two rows name (``dapo - grpo`` at the 24-token budget, under the
-    overlong penalty and under DAPO) appears once per row."""
+    ``metric`` empty) and ``counted`` (False for a context line: one that does not switch the trick on alone
+    or measures its trigger, not an outcome; see :attr:`Tested.context`)."""
     records = load_published(Layout(root).json_dir)
     rows = []
     for t in TRICKS:
         for s in t.tested:
             record = records[s.claim]
-            head = dict(trick=t.name, fires=t.fires, claim=s.claim, regime=REGIMES[s.claim])
+            head = dict(trick=t.name, fires=t.fires, claim=s.claim, regime=REGIMES[s.claim], counted=not s.context)
             effects = selected_effects(s, record)
             if not effects:
                 seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
                 rows.append(
                     {**head, "metric": "", "arm": "", "base": "", "verdict": record["verdict"],
-                     "line": f"{record['verdict']}{seeds}"}
+                     "line": f"{record['verdict']}{seeds}{context_note(s)}"}
                 )
             for e in effects:
                 scale = 100.0 if is_share(e["metric"]) else 1.0
                 rows.append(
                     {**head, "metric": e["metric"], "arm": e["arm"], "base": e["base"], "verdict": e["verdict"],
                      "diff": e["diff"] * scale, "ci_low": e["ci_low"] * scale, "ci_high": e["ci_high"] * scale,
-                     "seeds": len(e["seeds"]), "line": effect_text(e)}
+                     "seeds": len(e["seeds"]), "line": effect_text(e) + context_note(s)}
                 )
     return pd.DataFrame(rows)
 
@@ -142,6 +147,21 @@ def text_table(df: pd.DataFrame, width: int = 90) -> str:
             out += wrap(f"{name}: {value}".replace("\n", "\n  "), width, "  ")
         out.append("")
     return "\n".join(out)
+
+
+def decisions(root: str | Path) -> pd.DataFrame:
+    """The table as a decision list, one row per trick: the metric to read in your own run, how often the
+    trigger fired here (its word), the counted paired lines' verdicts (shown / within noise / opposite) and
+    the decision they support (:attr:`Trick.when`)."""
+    rows = verdict_rows(root)
+    paired = rows[(rows.metric != "") & rows.counted]
+    out = []
+    for t in TRICKS:
+        v = paired[paired.trick == t.name].verdict
+        counts = f"{(v == 'shown').sum()} shown, {(v == 'within noise').sum()} within noise, {(v == 'opposite').sum()} opposite"
+        out.append({"trick": t.name, "read first": t.read, "fired here": t.fires, "paired lines": counts,
+                    "turn it on when": t.when})
+    return pd.DataFrame(out)
 
 
 def engine_names() -> pd.DataFrame:
