@@ -13,7 +13,7 @@ CLAIMS = (
         GRPO_PAPER,
         "end-to-end",
         "reproduced for drift (the coefficient sets how far the policy moves: KL, entropy, length); not at this scale for accuracy",
-        **nb04("kl_off", "kl_0.4", cell=36),
+        **nb04("kl_off", "kl_0.4", cell=28),
         expects=(
             Expect("kl_off", "kl", +1),
             Expect("kl_0.4", "kl", -1),
@@ -90,10 +90,10 @@ CLAIMS = (
         DAPO,
         "end-to-end",
         "not at this scale",
-        **nb04("dapo", cell=38),
+        **nb04("dapo", cell=30),
         expects=(
-            Expect("dapo", "eval_accuracy", +1, cell=38),
-            Expect("dapo", "eval_entropy", -1, headline=False, cell=38),
+            Expect("dapo", "eval_accuracy", +1, cell=30),
+            Expect("dapo", "eval_entropy", -1, headline=False, cell=30),
         ),
     ),
     Claim(

@@ -127,9 +127,7 @@ CLAIMS = (
         arms={"grpo": ("grpo", {}), "ppo": ("ppo", {})},
         expects=(Expect("ppo", "step_seconds", +1, tail=40),),
         quotes=(
-            Quote(
-                "final 0.502  (change +0.102; seed range 0.477..0.527); entropy 0.114, KL 0.0326, 3.62 s/step (3.34x GRPO)"
-            ),
+            Quote("x GRPO                      1.004    3.338     1.000     1.266"),
             Quote("MB weights+grads+AdamW (fp32)      13.2     29.7     16.5     13.2"),
         ),
     ),
