@@ -117,7 +117,9 @@ def test_every_trick_has_a_word_and_every_regime_a_definition(table):
 
 
 def test_percentages_are_read_as_decimals():
-    m = matters_sources.Measured("{0:.4f} and {1}", "here", file="x", line="on 2.12% and 7", pattern=r"on ([\d.]+)% and (\d)", percent=(0,))
+    m = matters_sources.Measured(
+        "{0:.4f} and {1}", "here", file="x", line="on 2.12% and 7", pattern=r"on ([\d.]+)% and (\d)", percent=(0,)
+    )
     assert m._groups() == [pytest.approx(0.0212), "7"] and m.text.format(*m._groups()) == "0.0212 and 7"
     assert "%" not in "".join(table_col for table_col in matters_page.matters_table(ROOT)["how often it fired here"])
 
@@ -127,7 +129,7 @@ def test_verdict_rows_are_the_tables_lines(table):
     rows = matters_page.verdict_rows(ROOT)
     for name, cell in zip(table["trick"], table[TESTED]):
         mine = rows[rows["trick"] == name]
-        assert [f"{c} ({r}): {l}" for c, r, l in zip(mine["claim"], mine["regime"], mine["line"])] == cell.split("\n")
+        assert [f"{c} ({r}): {ln}" for c, r, ln in zip(mine["claim"], mine["regime"], mine["line"])] == cell.split("\n")
     effects = rows[rows["metric"] != ""]
     assert (effects["ci_low"] <= effects["diff"]).all() and (effects["diff"] <= effects["ci_high"]).all()
 

@@ -133,16 +133,28 @@ def test_a_colour_assignment_can_be_shared_between_figures(tmp_path):
 def configured_run(tmp_path, name, seed, lr=1e-4, steps=10):
     d = tmp_path / f"{name}_s{seed}"
     d.mkdir()
-    train = {"algo": name, "task": "addition", "steps": steps, "prompts_per_step": 16, "group_size": 8, "seed": seed,
-             "eval_prompts": 50, "eval_samples": 4}
+    train = {
+        "algo": name,
+        "task": "addition",
+        "steps": steps,
+        "prompts_per_step": 16,
+        "group_size": 8,
+        "seed": seed,
+        "eval_prompts": 50,
+        "eval_samples": 4,
+    }
     (d / "config.json").write_text(json.dumps({"train": train, "algo": {"lr": lr, "epochs": 1, "minibatches": 1}}))
-    rows = [{"step": 0, "eval_accuracy": 0.4}] + [{"step": s, "reward_mean": 0.3 + 0.01 * s} for s in range(1, steps + 1)]
+    rows = [{"step": 0, "eval_accuracy": 0.4}] + [
+        {"step": s, "reward_mean": 0.3 + 0.01 * s} for s in range(1, steps + 1)
+    ]
     return run_metrics(rows, d)
 
 
 def test_the_title_says_what_every_run_shares_and_leaves_out_what_differs(tmp_path):
-    runs = {"grpo": [configured_run(tmp_path, "grpo", s) for s in (0, 1, 2)],
-            "dapo": [configured_run(tmp_path, "dapo", s, lr=3e-4) for s in (0, 1, 2)]}
+    runs = {
+        "grpo": [configured_run(tmp_path, "grpo", s) for s in (0, 1, 2)],
+        "dapo": [configured_run(tmp_path, "dapo", s, lr=3e-4) for s in (0, 1, 2)],
+    }
     assert run_facts(runs) == "addition, 10 steps of 16 prompts x 8 answers, seeds 0-2"  # lr differs: left out
     assert run_facts({"grpo": runs["grpo"][:1]}) == "addition, 10 steps of 16 prompts x 8 answers, lr 0.0001, seed 0"
     fig = plot_runs(runs, keys=["reward_mean"])

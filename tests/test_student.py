@@ -113,7 +113,10 @@ def test_a_student_notebook_runs_and_its_checks_say_not_answered(tmp_path, monke
     NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(folder)}}).execute()  # raises on a cell's error
 
     checks = [c for c in nb.cells if is_exercise(c) and c.cell_type == "code"]
-    lines = ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream").replace("\n    ", " ") for c in checks]
+    lines = [
+        "".join(o.get("text", "") for o in c.outputs if o.output_type == "stream").replace("\n    ", " ")
+        for c in checks
+    ]
     assert len(lines) == 3 and all("not answered yet" in line and "Hint:" in line for line in lines), lines
     assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert (tmp_path / "runs").is_dir()

@@ -49,7 +49,6 @@ from .. import core
 from ..engine.runs import IGNORED, finished  # noqa: F401  (notebooks and claims read them from here)
 from ..engine.sampler import SamplingConfig
 from ..rollout import rollout
-from ..config import TrainConfig
 from ..tasks import Task, extract_hash_answer, uses_scratchpad
 
 KS = (1, 4, 16, 64, 256)

@@ -167,7 +167,9 @@ TRICKS: tuple[Trick, ...] = (
             Tested("dynamic-sampling-carries-dapo", "dynamic_only", "eval_accuracy"),
             Tested("dynamic-sampling-carries-dapo", "dapo_no_dynamic", "eval_accuracy"),
             Tested(
-                "dynamic-sampling-carries-dapo", "dapo", "eval_accuracy",
+                "dynamic-sampling-carries-dapo",
+                "dapo",
+                "eval_accuracy",
                 context="DAPO against vanilla at matched answers: dynamic sampling is not switched alone",
             ),
             Tested("zero-variance-no-signal"),
@@ -522,7 +524,9 @@ TRICKS: tuple[Trick, ...] = (
         (
             Tested("rollout-correction", "stale_tis"),
             Tested(
-                "stale-sampler", "stale", "eval_accuracy",
+                "stale-sampler",
+                "stale",
+                "eval_accuracy",
                 context="the stale sampler's own effect, TIS off in both arms: the gap TIS corrects",
             ),
             Tested("bf16-mismatch", context="bf16 sampling's own effect, TIS off in both arms: the gap TIS corrects"),

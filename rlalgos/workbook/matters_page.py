@@ -112,15 +112,30 @@ def verdict_rows(root: str | Path) -> pd.DataFrame:
             if not effects:
                 seeds = "" if record["kind"] == "exact" else f", {len(record['seeds'])} seeds"
                 rows.append(
-                    {**head, "metric": "", "arm": "", "base": "", "verdict": record["verdict"],
-                     "line": f"{record['verdict']}{seeds}{context_note(s)}"}
+                    {
+                        **head,
+                        "metric": "",
+                        "arm": "",
+                        "base": "",
+                        "verdict": record["verdict"],
+                        "line": f"{record['verdict']}{seeds}{context_note(s)}",
+                    }
                 )
             for e in effects:
                 scale = 100.0 if is_share(e["metric"]) else 1.0
                 rows.append(
-                    {**head, "metric": e["metric"], "arm": e["arm"], "base": e["base"], "verdict": e["verdict"],
-                     "diff": e["diff"] * scale, "ci_low": e["ci_low"] * scale, "ci_high": e["ci_high"] * scale,
-                     "seeds": len(e["seeds"]), "line": effect_text(e) + context_note(s)}
+                    {
+                        **head,
+                        "metric": e["metric"],
+                        "arm": e["arm"],
+                        "base": e["base"],
+                        "verdict": e["verdict"],
+                        "diff": e["diff"] * scale,
+                        "ci_low": e["ci_low"] * scale,
+                        "ci_high": e["ci_high"] * scale,
+                        "seeds": len(e["seeds"]),
+                        "line": effect_text(e) + context_note(s),
+                    }
                 )
     return pd.DataFrame(rows)
 
@@ -131,7 +146,11 @@ def wrap(text: str, width: int = 90, indent: str = "") -> list[str]:
         w
         for line in text.split("\n")
         for w in textwrap.wrap(
-            line, width, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False,
+            line,
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_on_hyphens=False,
             break_long_words=False,
         )
     ]
@@ -159,8 +178,15 @@ def decisions(root: str | Path) -> pd.DataFrame:
     for t in TRICKS:
         v = paired[paired.trick == t.name].verdict
         counts = f"{(v == 'shown').sum()} shown, {(v == 'within noise').sum()} within noise, {(v == 'opposite').sum()} opposite"
-        out.append({"trick": t.name, "read first": t.read, "fired here": t.fires, "paired lines": counts,
-                    "turn it on when": t.when})
+        out.append(
+            {
+                "trick": t.name,
+                "read first": t.read,
+                "fired here": t.fires,
+                "paired lines": counts,
+                "turn it on when": t.when,
+            }
+        )
     return pd.DataFrame(out)
 
 

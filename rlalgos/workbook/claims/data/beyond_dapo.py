@@ -17,11 +17,7 @@ CLAIMS = (
         "KL and a mixed reward hold it far above rm only (+20.7 and +22.8, shown), within noise of the rule-only arm (could see about 15)",
         **NB07,
         expects=(Expect("rm_KL", "eval_accuracy", +1), Expect("rm_rule", "eval_accuracy", +1)),
-        quotes=(
-            Quote(
-                "rm only    proxy +0.257 -> +1.538   eval accuracy 0.384 -> 0.084   kl end 0.605"
-            ),
-        ),
+        quotes=(Quote("rm only    proxy +0.257 -> +1.538   eval accuracy 0.384 -> 0.084   kl end 0.605"),),
     ),
     Claim(
         "normalisation-no-signal",

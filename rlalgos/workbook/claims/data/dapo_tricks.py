@@ -40,9 +40,7 @@ CLAIMS = (
         "exact with Adam; with SGD the constant is a learning-rate change",
         **MECH,
         test="tests/test_core.py::test_aggregate_loss_modes_agree_on_full_equal_lengths",
-        quotes=(
-            Quote("token-mean vs Dr. GRPO's constant: long -0.1466 vs -0.1466, short -0.0093 vs -0.0093"),
-        ),
+        quotes=(Quote("token-mean vs Dr. GRPO's constant: long -0.1466 vs -0.1466, short -0.0093 vs -0.0093"),),
     ),
     Claim(
         "token-mean-learning",
