@@ -35,7 +35,7 @@ def run_test(test: str, root: str | Path) -> bool:
 def _check_folder(cfg: TrainConfig, algo_cfg, overwrite: bool) -> str:
     """``"reuse"`` (this exact run, finished), ``"train"`` (a new folder, or ``overwrite``);
     ValueError for a folder that holds something else."""
-    from ..exploration import finished
+    from ...engine.runs import finished
 
     path = Path(cfg.out_dir)
     if finished(cfg, algo_cfg):
