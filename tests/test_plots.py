@@ -109,7 +109,7 @@ def test_bands_of_shares_stay_in_0_1_and_the_caption_says_what_they_are(tmp_path
     ys = np.concatenate([p.vertices[:, 1] for p in fig.axes[0].collections[0].get_paths()])
     assert ys.min() >= 0 and ys.max() <= 1
     captions = [t.get_text() for t in fig.texts]
-    assert any("bands: the seeds' range" in t and "dots where a metric has fewer than 5" in t for t in captions), (
+    assert any("bars at dots): the seeds' range" in t and "dots where a metric has fewer than 5" in t for t in captions), (
         captions
     )
     assert not any("smoothed" in t for t in captions), captions  # no train metric drawn, so no smoothing to name
@@ -117,6 +117,7 @@ def test_bands_of_shares_stay_in_0_1_and_the_caption_says_what_they_are(tmp_path
     assert any("smoothed over 5 steps" in t.get_text() for t in mixed.texts)
     few = fig.axes[0].lines[0]
     assert few.get_linestyle() == "None" and few.get_marker() == "o"  # 2 evaluations: markers, not a line
+    assert not any(isinstance(c, matplotlib.collections.PolyCollection) for c in fig.axes[0].collections)  # no band
     single = plot_runs([fake_run(tmp_path, "one")], keys=["eval_accuracy"])
     assert any("binomial standard error" in t.get_text() for t in single.texts)
 
@@ -170,3 +171,19 @@ def test_a_share_whose_axis_skips_zero_says_it_is_zoomed(tmp_path):
     assert fig.axes[0].get_title().endswith("(y zoomed)")  # reward 0.31..0.40
     caption = plot_runs(runs, keys=["reward_mean"]).texts[-1].get_text()
     assert "error bars" not in caption  # no eval accuracy panel, no error bars to explain
+
+
+def test_counts_start_at_zero_and_a_zoomed_entropy_says_so(tmp_path):
+    runs = {"grpo": [fake_run(tmp_path, f"s{i}") for i in range(2)]}
+    fig = plot_runs(runs, keys=["completion_len", "entropy", "kl"], caption=False)
+    length, entropy, kl = fig.axes[:3]
+    assert length.get_ylim()[0] == 0 and not length.get_title().endswith("(y zoomed)")
+    assert entropy.get_title().endswith("(y zoomed)")  # entropy 0.10..0.19: the axis skips 0
+    assert not kl.get_title().endswith("(y zoomed)")  # KL from 0.001: matplotlib's margin reaches below 0
+
+
+def test_a_small_rate_whose_axis_skips_zero_says_it_is_zoomed(tmp_path):
+    df = fake_run(tmp_path, "grpo")
+    df["clip_frac"] = 0.01 + 0.001 * df["step"]  # 0.011..0.020: under 0.02, yet most of the way to 0 is cut
+    fig = plot_runs({"grpo": [df]}, keys=["clip_frac"], caption=False)
+    assert fig.axes[0].get_title().endswith("(y zoomed)")

@@ -63,6 +63,12 @@ YLABELS = {
 }
 """y-axis units; accuracies, rewards and fractions are unitless (0..1)."""
 
+COUNT_KEYS = frozenset({"completion_len", "eval_completion_len", "ds_extra_rounds", "step_seconds", "update_seconds"})
+"""Counts and durations: their axis starts at 0."""
+
+NONNEGATIVE = frozenset({"entropy", "eval_entropy", "kl", "kl_loss", "grad_norm"})
+"""Quantities that cannot go below 0: a panel whose axis does not reach 0 says "(y zoomed)"."""
+
 
 def eval_sample_count(df: pd.DataFrame, key: str) -> int | None:
     """How many answers an evaluation accuracy in ``df`` averages (test prompts x samples,
@@ -270,7 +276,9 @@ def plot_runs(
     The key ``"cost"`` is a bar panel of seconds per step. Each group has its own
     colour (:func:`label_color`: the same label, the same colour in every figure) and line style;
     rates and shares, bands and error bars included, stay inside [0, 1], and a share's panel whose axis does not
-    start at 0 (and the train reward's) says "(y zoomed)" in its title. The legend collects
+    start at 0 (and the train reward's, an entropy's, a KL's) says "(y zoomed)" in its title; counts and durations
+    (completion length, seconds) start at 0. With several seeds and fewer than 5 evaluations the seeds' range is a
+    bar at each dot, not a band. The legend collects
     every group from every panel; ``title`` is the figure's title: ``"auto"`` (the default) is :func:`run_facts`,
     what every run shares (task, steps, lr, seeds), and a notebook's own title gets those facts on a second line;
     ``None`` draws none. ``caption`` adds a line under the figure saying what the
@@ -288,6 +296,7 @@ def plot_runs(
     colors = {**figure_colors(list(groups)), **(colors or {})}
     errbars = False  # whether any eval accuracy carries its binomial error bars
     dots = False  # whether any curve is drawn as dots (an eval metric with fewer than 5 evaluations)
+    range_bars = False  # whether any seeds' range is drawn as bars at those dots instead of a band
     for ax, key in zip(axes.flat, keys):
         if key == COST:
             _cost_panel(ax, groups, colors)
@@ -313,9 +322,19 @@ def plot_runs(
                 errbars = True
             else:
                 ax.plot(x, mean, color=color, label=name, **style)
-            if len(dfs) > 1 and bands:
+            if len(dfs) > 1 and bands and len(x) < 5:  # a band between 2-4 points would invent what lies between
+                ax.vlines(x, lo, hi, color=color, alpha=0.5, lw=4)
+                range_bars = True
+            elif len(dfs) > 1 and bands:
                 ax.fill_between(x, lo, hi, color=color, alpha=0.2)
-        zoomed = (is_share(key) or key == "reward_mean") and key not in log_keys and ax.get_ylim()[0] > 0.02
+        if key in COUNT_KEYS and key not in log_keys:
+            ax.set_ylim(bottom=0)
+        bottom, top = ax.get_ylim()
+        zoomed = (  # the axis hides a visible part of the way down to 0 (a share's 0.02, or a tenth of its top)
+            key not in log_keys
+            and (is_share(key) or key == "reward_mean" or key in NONNEGATIVE)
+            and bottom > min(0.02, 0.1 * top)
+        )
         ax.set_title(TITLES.get(key, key) + (" (y zoomed)" if zoomed else ""), fontsize=10)
         ax.set_xlabel("step")
         if key in YLABELS:
@@ -347,7 +366,8 @@ def plot_runs(
         drawn = "lines (dots where a metric has fewer than 5 evaluations)" if dots else "lines"
         text = (
             (
-                f"{drawn}: mean over seeds; bands: the seeds' range (lowest to highest); "
+                f"{drawn}: mean over seeds; {'bands (bars at dots)' if range_bars else 'bands'}: "
+                "the seeds' range (lowest to highest); "
                 if bands
                 else f"{drawn}: mean over seeds (no bands); "
             )
