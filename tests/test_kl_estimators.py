@@ -365,3 +365,30 @@ def test_grpo_trains_with_verls_straight_through_k3(tmp_path):
         make_config("grpo", kl_estimator="k4").validate(4, 16)
     values, _ = verl_overrides(TrainConfig(algo="grpo"), make_config("grpo", kl_estimator="k3+"))
     assert values["actor_rollout_ref.actor.kl_loss_type"] == "k3+"
+
+
+def test_kl_rollouts_adds_the_lean_and_the_answers_to_the_same_table(tiny, rows):
+    """kl_lean's table is kl_estimator_table's (same rollouts, same numbers) plus each answer's kind, length and
+    summed k3; the exact KLs' own leans have the sign the maths gives, and the aggregation split adds up."""
+    from rlalgos.workbook.kl_lean import aggregation_split, answer_kinds, grad_lean, kl_rollouts, lean_effect
+
+    policy, tok = tiny
+    ref = moved(policy)
+    task, prompts = rows
+    kw = dict(group_size=2, rollouts=2, max_new_tokens=6, seed=3)
+    plain, t = table(policy, ref, tok, rows, seed=3), kl_rollouts(policy, ref, tok, task, prompts, **kw)
+    assert t["mean"].tolist() == pytest.approx(plain["mean"].tolist())
+    lean = grad_lean(t)
+    assert (lean[FORWARD] > 0).all() and (lean[EXACT] < 0).all()  # 1 - cos(fwd, rev) and cos(fwd, rev) - 1
+    row = lean_effect(t, "k3", "k2")
+    assert row["diff"] == pytest.approx((lean["k3"] - lean["k2"]).mean()) and row["seeds"] == 2
+    answers = t.attrs["answers"]
+    assert len(answers) == 2 * 2 * len(prompts) and (answers.tokens > 0).all()
+    split = aggregation_split(t)
+    assert split["answers"].sum() == len(answers)
+    assert split["kl"].tolist() == pytest.approx([d.k3.sum() / d.tokens.sum() for _, d in answers.groupby("rollout")])
+    kinds = answer_kinds(t)
+    assert kinds.loc["answers"].sum() == len(answers)
+    assert kinds.loc["share of kl"].sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="grad_lean"):
+        lean_effect(t, "k3", column="bias")

@@ -109,9 +109,9 @@ def test_bands_of_shares_stay_in_0_1_and_the_caption_says_what_they_are(tmp_path
     ys = np.concatenate([p.vertices[:, 1] for p in fig.axes[0].collections[0].get_paths()])
     assert ys.min() >= 0 and ys.max() <= 1
     captions = [t.get_text() for t in fig.texts]
-    assert any("bars at dots): the seeds' range" in t and "dots where a metric has fewer than 5" in t for t in captions), (
-        captions
-    )
+    assert any(
+        "bars at dots): the seeds' range" in t and "dots where a metric has fewer than 5" in t for t in captions
+    ), captions
     assert not any("smoothed" in t for t in captions), captions  # no train metric drawn, so no smoothing to name
     mixed = plot_runs({"grpo": seeds}, keys=["eval_accuracy", "reward_mean"])
     assert any("smoothed over 5 steps" in t.get_text() for t in mixed.texts)

@@ -281,10 +281,30 @@ def kl_estimator_table(
     of ``policy`` on the task ``rows`` (``group_size`` answers each, sampled at
     ``temperature``; seeds ``seed``, ``seed + 1``, ...). ``policy`` is not changed.
     """
+    measured = measured_rollouts(
+        policy,
+        ref_model,
+        tokenizer,
+        task,
+        rows,
+        group_size,
+        rollouts,
+        max_new_tokens,
+        temperature=temperature,
+        seed=seed,
+    )
+    return summarize([m for _, m in measured])
+
+
+def measured_rollouts(
+    policy, ref_model, tokenizer, task, rows, group_size=8, rollouts=4, max_new_tokens=None, *, temperature=1.0, seed=0
+) -> list[tuple]:
+    """The rollouts behind :func:`kl_estimator_table` (same arguments), each with its
+    :func:`measure_rollout`: ``[(rollout, measured), ...]``, rollout ``r`` sampled under seed ``seed + r``."""
     sampling = SamplingConfig(max_new_tokens=max_new_tokens or task.max_new_tokens, temperature=temperature)
-    measured = []
+    out = []
     for r in range(rollouts):
         torch.manual_seed(seed + r)
         ro = rollout(policy, tokenizer, rows, group_size, task.rewards, sampling, old_logprobs=False)
-        measured.append(measure_rollout(policy, ref_model, ro))
-    return summarize(measured)
+        out.append((ro, measure_rollout(policy, ref_model, ro)))
+    return out
