@@ -139,9 +139,11 @@ PALETTE = {
     "klcov": "#ccb974",
     "cispo": "#2f2f2f",
     "sapo": "#17becf",
+    "rm + rule": "#1f77b4",
 }
 """One colour per algorithm in every figure of the course: vanilla GRPO (and the arm a notebook compares against,
-``vanilla`` / ``baseline`` / ``fresh``) is always orange, DAPO always green."""
+``vanilla`` / ``baseline`` / ``fresh``) is always orange, DAPO always green; an arm that recurs under one name
+(notebook 07's ``rm + rule``) has its own too."""
 OTHER_COLORS = (
     "#2ca02c",
     "#9467bd",
