@@ -368,8 +368,10 @@ def test_grpo_trains_with_verls_straight_through_k3(tmp_path):
 
 
 def test_kl_rollouts_adds_the_lean_and_the_answers_to_the_same_table(tiny, rows):
-    """kl_lean's table is kl_estimator_table's (same rollouts, same numbers) plus each answer's kind, length and
-    summed k3; the exact KLs' own leans have the sign the maths gives, and the aggregation split adds up."""
+    """kl_lean's table is kl_estimator_table's (same rollouts, same numbers) plus each answer's kind, length,
+    summed k3 and first-token values; the exact KLs' own leans have the sign the maths gives, the aggregation
+    split adds up, the kinds' token-means recombine into the table's means, and every answer to one prompt
+    has the same exact KL at its first token (the state is the prompt alone)."""
     from rlalgos.workbook.kl_lean import aggregation_split, answer_kinds, grad_lean, kl_rollouts, lean_effect
 
     policy, tok = tiny
@@ -390,5 +392,12 @@ def test_kl_rollouts_adds_the_lean_and_the_answers_to_the_same_table(tiny, rows)
     kinds = answer_kinds(t)
     assert kinds.loc["answers"].sum() == len(answers)
     assert kinds.loc["share of kl"].sum() == pytest.approx(1.0)
+    tokens = kinds.loc["answers"] * kinds.loc["tokens per answer"].fillna(0)
+    for row, name in (("k3, token-mean", "k3"), ("exact KL, token-mean", EXACT)):
+        assert (kinds.loc[row].fillna(0) * tokens).sum() / tokens.sum() == pytest.approx(t.loc[name, "mean"])
+    assert (answers.k3_first <= answers.k3 + 1e-6).all() and (answers.k3_first <= answers.k3_no_clamp_first).all()
+    prompt = answers.index % (2 * len(prompts)) // 2  # each rollout: every prompt's group_size answers, adjacent
+    first = answers.groupby(prompt).exact_first
+    assert (first.max() - first.min()).max() < 1e-4
     with pytest.raises(ValueError, match="grad_lean"):
         lean_effect(t, "k3", column="bias")

@@ -70,6 +70,25 @@ def test_numbered_keeps_the_sources_own_line_numbers():
     assert numbered("a\nb") == " 1 a\n 2 b"
 
 
+def test_numbered_puts_the_number_on_the_code_not_on_a_moved_comment():
+    src = "x = 1\n" + "y = compute(alpha, beta, gamma, delta)  # " + "why this line matters " * 5
+    out = numbered(src, width=60).splitlines()
+    assert out[0] == " 1 x = 1"
+    assert out[1].startswith("   # why this line")  # the moved comment: unnumbered, above its code
+    assert out[-1] == " 2 y = compute(alpha, beta, gamma, delta)"
+    collect = source_of(DAPO, "collect")[0]
+    (line_14,) = [line for line in numbered(collect).splitlines() if line.startswith("14 ")]
+    assert "keep_rate =" in line_14
+
+
+def test_numbered_prints_a_range_under_the_sources_own_numbers():
+    src = "\n".join(f"line{i}" for i in range(1, 8))
+    assert numbered(src, lines=(3, 5)) == " 3 line3\n 4 line4\n 5 line5"
+    collect = source_of(DAPO, "collect")[0]
+    out = numbered(collect, lines=(11, 21)).splitlines()
+    assert out[0].startswith("11 ") and out[-1].startswith("21 ")
+
+
 def test_kl_source_finds_where_each_algorithm_computes_its_kl():
     assert kl_source(GRPO)[:2] == ("GRPO", "loss")
     assert kl_source(DAPO)[:2] == ("GRPO", "loss")  # inherited

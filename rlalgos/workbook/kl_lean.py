@@ -4,7 +4,7 @@ readings of :mod:`rlalgos.workbook.kl_estimators`' measurement that need more th
 * :func:`kl_rollouts` is :func:`~rlalgos.workbook.kl_estimators.kl_estimator_table` (the same rollouts,
   seeds and numbers) plus what the table drops: each estimator's gradient summed over the rollouts against
   the summed *forward* KL's (``grad_cos_forward_pooled``), and every answer's kind (scratchpad or direct),
-  length, summed k3 and summed exact KL (``table.attrs["answers"]``).
+  length, summed k3 and summed exact KL, and the same at its first token (``table.attrs["answers"]``).
 * The **lean** of a gradient (:func:`grad_lean`): its cosine with the exact forward KL's gradient minus its
   cosine with the exact reverse KL's, per rollout. Sampling noise that favours neither direction adds 0
   on average to both cosines' numerators and divides both by the same norm: it shrinks a lean toward 0
@@ -14,7 +14,8 @@ readings of :mod:`rlalgos.workbook.kl_estimators`' measurement that need more th
   :func:`lean_effect` gives a lean (or a difference of two) as a verdict row.
 * :func:`aggregation_split`: per rollout, the token-mean of k3 (how ``kl`` is logged), its
   seq-mean-token-mean (how ``kl_loss`` is formed) and the direct answers' share of each;
-  :func:`answer_kinds` the same pooled over the rollouts, by kind of answer.
+  :func:`answer_kinds` the same pooled over the rollouts, by kind of answer, token-weighted and
+  answer-weighted, and at each answer's first token (where all answers to a prompt share the state).
 * :func:`training_run` finds notebook 03's run whatever its evaluation settings: they change no number of
   its training (evaluation samples in a forked random stream, :func:`rlalgos.train.evaluate`).
 """
@@ -67,12 +68,16 @@ def kl_rollouts(*args, **kwargs) -> pd.DataFrame:
     * column ``grad_cos_forward_pooled``: the cosine of each gradient summed over the rollouts with the
       exact forward KL's gradient summed the same way (``grad_cos_pooled`` is the reverse KL's);
     * ``table.attrs["answers"]``: one row per answer, columns ``rollout``, ``scratchpad`` (it shows its
-      working; else a direct ``#n`` answer), ``tokens``, ``k3`` and ``exact`` (the answer's summed
-      clamped k3 and exact KL over its tokens).
+      working; else a direct ``#n`` answer), ``tokens``, ``k3``, ``k3_no_clamp`` and ``exact`` (the
+      answer's summed clamped k3, unclamped k3 and exact KL over its tokens), and ``k3_first``,
+      ``k3_no_clamp_first``, ``exact_first``: the same at its first token alone. At the first token the
+      state is the prompt, so every answer to one prompt has the same exact KL there, whatever it sampled.
     """
     pairs = measured_rollouts(*args, **kwargs)
     measured, answers = [m for _, m in pairs], []
     for r, (ro, m) in enumerate(pairs):
+        lengths = m["lengths"].long()  # (N,)
+        first = torch.cumsum(lengths, 0) - lengths  # (N,) where each answer's first token sits in "values"
         answers.append(
             pd.DataFrame(
                 {
@@ -80,7 +85,11 @@ def kl_rollouts(*args, **kwargs) -> pd.DataFrame:
                     "scratchpad": uses_scratchpad(ro.completions),
                     "tokens": m["lengths"].tolist(),
                     "k3": m["answers"]["k3"].tolist(),
+                    "k3_no_clamp": m["answers"]["k3 no clamp"].tolist(),
                     "exact": m["answers"][EXACT].tolist(),
+                    "k3_first": m["values"]["k3"][first].tolist(),
+                    "k3_no_clamp_first": m["values"]["k3 no clamp"][first].tolist(),
+                    "exact_first": m["values"][EXACT][first].tolist(),
                 }
             )
         )
@@ -115,10 +124,14 @@ def aggregation_split(table: pd.DataFrame) -> pd.DataFrame:
     answers); ``kl``, the token-mean of the clamped k3 (every token weighs the same, as the logged ``kl``)
     and ``kl_loss``, its seq-mean-token-mean (each answer's mean, then the mean over answers, as GRPO's
     loss and the logged ``kl_loss``); ``direct_frac_kl`` and ``direct_frac_kl_loss``: the direct answers'
-    share of each sum; ``k3_direct``, ``k3_scratchpad``, ``exact_direct``, ``exact_scratchpad``: the mean
-    over that kind's answers of each answer's per-token k3 or exact KL (NaN where a rollout has none)."""
+    share of each sum; ``k3_direct``, ``k3_scratchpad``, ``exact_direct``, ``exact_scratchpad``: the
+    token-mean of k3 or of the exact KL over that kind's tokens (NaN where a rollout has none)."""
     a = table.attrs["answers"]
-    a = a.assign(k3_mean=a.k3 / a.tokens, exact_mean=a.exact / a.tokens, direct=~a.scratchpad.astype(bool))
+    a = a.assign(k3_mean=a.k3 / a.tokens, direct=~a.scratchpad.astype(bool))
+
+    def token_mean(d, col):
+        return d[col].sum() / d.tokens.sum() if len(d) else float("nan")
+
     rows = {}
     for r, d in a.groupby("rollout"):
         direct, pad = d[d.direct], d[~d.direct]
@@ -129,10 +142,10 @@ def aggregation_split(table: pd.DataFrame) -> pd.DataFrame:
             "kl_loss": d.k3_mean.mean(),
             "direct_frac_kl": direct.k3.sum() / d.k3.sum(),
             "direct_frac_kl_loss": direct.k3_mean.sum() / d.k3_mean.sum(),
-            "k3_direct": direct.k3_mean.mean() if len(direct) else float("nan"),
-            "k3_scratchpad": pad.k3_mean.mean() if len(pad) else float("nan"),
-            "exact_direct": direct.exact_mean.mean() if len(direct) else float("nan"),
-            "exact_scratchpad": pad.exact_mean.mean() if len(pad) else float("nan"),
+            "k3_direct": token_mean(direct, "k3"),
+            "k3_scratchpad": token_mean(pad, "k3"),
+            "exact_direct": token_mean(direct, "exact"),
+            "exact_scratchpad": token_mean(pad, "exact"),
         }
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("rollout")
 
@@ -146,19 +159,33 @@ def in_millinats(row: dict) -> dict:
 
 def answer_kinds(table: pd.DataFrame) -> pd.DataFrame:
     """Every answer of a :func:`kl_rollouts` table, pooled over its rollouts, by kind (columns
-    ``scratchpad`` and ``direct``): ``answers``, ``tokens per answer``, ``k3 per token`` and ``exact KL per
-    token`` (each answer's mean over its tokens, averaged over the kind's answers), and the kind's share of
-    the token-mean of k3 (``share of kl``) and of its seq-mean-token-mean (``share of kl_loss``)."""
+    ``scratchpad`` and ``direct``), rows:
+
+    * ``answers``, ``tokens per answer``;
+    * ``k3, token-mean`` and ``exact KL, token-mean``: summed over the kind's tokens, divided by their
+      number (every token weighs the same, as in ``kl``). Weighted by the kinds' token counts they
+      recombine into the table's ``mean`` of k3 and of the exact KL;
+    * ``k3, answer-mean``: each answer's mean over its tokens, averaged over the kind's answers (every
+      answer weighs the same, as in ``kl_loss``);
+    * ``k3, first token``, ``k3 no clamp, first token`` and ``exact KL, first token``: the mean over the
+      kind's answers of the value at the answer's first token, where the state is the prompt;
+    * ``share of kl`` and ``share of kl_loss``: the kind's share of the token-mean of k3 and of its
+      seq-mean-token-mean.
+    """
     a = table.attrs["answers"]
-    k3_mean, exact_mean = a.k3 / a.tokens, a.exact / a.tokens
+    k3_mean = a.k3 / a.tokens
     pad = a.scratchpad.astype(bool)
     return pd.DataFrame(
         {
             kind: {
                 "answers": int(sel.sum()),
                 "tokens per answer": a.tokens[sel].mean(),
-                "k3 per token": k3_mean[sel].mean(),
-                "exact KL per token": exact_mean[sel].mean(),
+                "k3, token-mean": a.k3[sel].sum() / a.tokens[sel].sum(),
+                "exact KL, token-mean": a.exact[sel].sum() / a.tokens[sel].sum(),
+                "k3, answer-mean": k3_mean[sel].mean(),
+                "k3, first token": a.k3_first[sel].mean(),
+                "k3 no clamp, first token": a.k3_no_clamp_first[sel].mean(),
+                "exact KL, first token": a.exact_first[sel].mean(),
                 "share of kl": a.k3[sel].sum() / a.k3.sum(),
                 "share of kl_loss": k3_mean[sel].sum() / k3_mean.sum(),
             }

@@ -24,6 +24,28 @@ WIDTH = 88
 """The printed page's width in characters (the course's limit for a printed line)."""
 
 
+def _wrap_line(line: str, width: int, diff: bool = False) -> tuple[list[str], list[str]]:
+    """One source line wrapped for the page, as (the lines of a trailing comment moved above the
+    code, the code's lines); the first list is empty unless a too-wide line had such a comment."""
+    if len(line) <= width:
+        return [], [line]
+    mark, body = (line[0], line[1:]) if diff and line[0] in "+- " else ("", line)
+    indent = " " * (len(body) - len(body.lstrip()))
+    code, _, comment = body.partition("  # ")
+    moved = bool(comment and code.strip())  # a trailing comment: it goes above the code
+
+    def wrap(piece: str, cont: str) -> list[str]:
+        return [
+            mark + p
+            for p in textwrap.wrap(
+                piece, width - len(mark), subsequent_indent=cont, break_long_words=False, break_on_hyphens=False
+            )
+        ]
+
+    above = wrap(indent + "# " + comment, indent + "# ") if moved else []
+    return above, wrap(code if moved else body, indent + "    ")
+
+
 def wrapped(text: str, width: int = WIDTH, diff: bool = False) -> str:
     """``text`` with every line wider than ``width`` wrapped for the page.
 
@@ -33,22 +55,8 @@ def wrapped(text: str, width: int = WIDTH, diff: bool = False) -> str:
     and words longer than the width, are left whole."""
     out = []
     for line in text.splitlines():
-        if len(line) <= width:
-            out.append(line)
-            continue
-        mark, body = (line[0], line[1:]) if diff and line[0] in "+- " else ("", line)
-        indent = " " * (len(body) - len(body.lstrip()))
-        code, _, comment = body.partition("  # ")
-        moved = bool(comment and code.strip())  # a trailing comment: it goes above the code
-        parts = [(indent + "# " + comment, indent + "# ")] if moved else []
-        parts.append((code if moved else body, indent + "    "))
-        for piece, cont in parts:
-            out += [
-                mark + p
-                for p in textwrap.wrap(
-                    piece, width - len(mark), subsequent_indent=cont, break_long_words=False, break_on_hyphens=False
-                )
-            ]
+        above, code = _wrap_line(line, width, diff)
+        out += above + code
     return "\n".join(out)
 
 
@@ -82,13 +90,19 @@ def method_diff(base: type, cls: type, name: str, width: int = WIDTH, context: i
     return wrapped("".join(diff), width, diff=True)
 
 
-def numbered(src: str, width: int = WIDTH) -> str:
-    """``src`` with its line numbers (two digits and a space in front); a line wider than the page
-    continues, unnumbered and aligned under it, so that the numbers stay the source's own."""
+def numbered(src: str, width: int = WIDTH, lines: tuple[int, int] | None = None) -> str:
+    """``src`` with its line numbers (two digits and a space in front), so that prose can cite
+    them: the number always stands on a line's code. A line wider than the page continues,
+    unnumbered and aligned under it; a trailing comment moved above its code (see
+    :func:`wrapped`) stands unnumbered above the numbered code. With ``lines=(first, last)``
+    only those source lines are printed (both included), still under their own numbers."""
+    first, last = lines or (1, len(src.splitlines()))
     out = []
     for i, line in enumerate(src.splitlines(), 1):
-        for j, part in enumerate(wrapped(line, width - 3).splitlines()):
-            out.append(f"{i:2d} {part}" if j == 0 else f"   {part}")
+        if first <= i <= last:
+            above, code = _wrap_line(line, width - 3)
+            out += [f"   {part}" for part in above]
+            out += [f"{i:2d} {part}" if j == 0 else f"   {part}" for j, part in enumerate(code)]
     return "\n".join(out)
 
 

@@ -36,7 +36,7 @@ CLAIMS = (
         "clip: reproduced (on 0.214 of tokens against 0.003, shown); accuracy: within noise (-1.3 points, could see >= 5.3)",
         **{
             **NB08,
-            "figure": "notebooks/08_after_dapo.ipynb#cell-14",
+            "figure": "notebooks/08_after_dapo.ipynb#cell-16",
             "arms": {a: NB08_ARMS[a] for a in ("grpo", "gspo")},
         },
         expects=(Expect("gspo", "clip_frac", +1), Expect("gspo", "eval_accuracy", +1, headline=False)),
@@ -49,7 +49,7 @@ CLAIMS = (
         "not shown at this scale: on the default task Dr. GRPO's wrong answers end 1.2 tokens shorter, within noise (could see >= 2.7)",
         **{
             **NB08,
-            "figure": "notebooks/08_after_dapo.ipynb#cell-17",
+            "figure": "notebooks/08_after_dapo.ipynb#cell-19",
             "arms": {a: NB08_ARMS[a] for a in ("grpo", "drgrpo")},
         },
         expects=(
@@ -66,7 +66,7 @@ CLAIMS = (
         **{
             **NB08,
             "base": "grpo_push",
-            "figure": "notebooks/08_after_dapo.ipynb#cell-23",
+            "figure": "notebooks/08_after_dapo.ipynb#cell-25",
             "shared": {**NB08["shared"], **NB08_TRAIN["grpo_push"]},  # both arms are the push's
             "arms": {a: NB08_ARMS[a] for a in ("grpo_push", "dualclip_push")},
         },
@@ -176,7 +176,7 @@ CLAIMS = (
         "opposite on accuracy in this run: RLOO ended 7.4 points below GRPO (shown, CI -14.2..-0.6; an earlier run had -7.1, within noise)",
         **{
             **NB08,
-            "figure": "notebooks/08_after_dapo.ipynb#cell-20",
+            "figure": "notebooks/08_after_dapo.ipynb#cell-22",
             "arms": {a: NB08_ARMS[a] for a in ("grpo", "rloo")},
         },
         expects=(

@@ -54,7 +54,7 @@ CLAIMS = (
         "with the forward KL's gradient minus k2's: -0.074 per rollout, within noise); the clamped k3's value measured 12% low at -1.3 standard errors, within "
         "noise (a policy trained on another machine measured 17% low at -2.2)",
         notebook="03b_kl_estimators.ipynb",
-        figure="notebooks/03b_kl_estimators.ipynb#cell-8",
+        figure="notebooks/03b_kl_estimators.ipynb#cell-9",
         test="tests/test_kl_estimators.py::test_expected_gradients_follow_the_maths",
         quotes=(
             Quote(
