@@ -438,3 +438,22 @@ def test_every_claim_can_be_run_on_new_seeds(monkeypatch):
             )
             if cfg.task not in tasks:
                 tasks[cfg.task] = get_task(cfg.task)
+
+
+def test_a_verdict_line_wrapped_for_the_page_is_read_back_whole():
+    """Notebooks wrap long verdict lines at 88 characters; the scraper joins them back, so a claim's effect is
+    read from a wrapped line exactly as from the one-line print, and lines around it stay as they are."""
+    import textwrap
+
+    from rlalgos.workbook.claims.scrape import effect_lines_in, unwrapped
+
+    line = (
+        "eval_accuracy  rm + KL - rm only = +20.7 points (0.291 vs 0.084; 95% CI +4.5..+36.8, 3 seeds; "
+        "detectable >= 16.1) -> shown"
+    )
+    wrapped = "the fixes:\n" + textwrap.fill(line, 88, subsequent_indent="    ") + "\n    an indented note\n"
+    assert len(wrapped.splitlines()) == 4
+    assert unwrapped(wrapped) == ["the fixes:", line, "    an indented note"]
+    (one,) = effect_lines_in([line])
+    (back,) = effect_lines_in([wrapped])
+    assert back == one and back["line"] == line and back["seeds"] == 3 and back["diff"] == pytest.approx(0.207)

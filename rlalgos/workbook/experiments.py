@@ -118,7 +118,7 @@ NB06 = dict(
     task="addition",
     run_dir="runs/nb06/{arm}/seed{seed}",
     base="baseline",
-    shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=15),
+    shared=dict(steps=30, prompts_per_step=16, group_size=8, eval_prompts=100, eval_samples=4, eval_every=5),
 )
 NB06_MONITOR_THRESHOLD = (
     0.1318  # notebook 06 (e): 80% of the baseline's first-batch entropy over seeds 0-2, as it printed it

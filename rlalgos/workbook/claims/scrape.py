@@ -42,12 +42,31 @@ VERDICT_LINE = re.compile(
 )
 
 
+_HEAD = re.compile(r"^\S+\s+.+? - .+? = ")
+"""The start of a verdict line: ``metric  arm - base = ``."""
+
+
+def unwrapped(text: str) -> list[str]:
+    """``text``'s lines, where a verdict line wrapped onto indented continuation lines (``textwrap.fill(line, 88,
+    subsequent_indent="    ")``, as the notebooks print them to fit the page) is joined back into one line."""
+    out: list[str] = []
+    for line in text.splitlines():
+        prev = out[-1].strip() if out else ""
+        still_open = _HEAD.match(prev) and (not VERDICT_LINE.match(prev) or prev.count("(") > prev.count(")"))
+        if still_open and line.startswith("    ") and line.strip():
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def effect_lines_in(texts: Sequence[str]) -> list[dict]:
-    """The paired-effect lines in some printed text, parsed: :func:`~rlalgos.workbook.stats.verdict_line`'s (points
-    read back as proportions; means None where the line prints none)."""
+    """The paired-effect lines in some printed text (wrapped ones joined back, :func:`unwrapped`), parsed:
+    :func:`~rlalgos.workbook.stats.verdict_line`'s (points read back as proportions; means None where the line
+    prints none)."""
     found = []
     for text in texts:
-        for line in text.splitlines():
+        for line in unwrapped(text):
             if m := VERDICT_LINE.match(line.strip()):
                 row = m.groupdict()  # the means, where printed, are in the metric's own units
                 scale = 100.0 if row["points"] else 1.0
@@ -96,7 +115,7 @@ def _find_quote(claim: Claim, quote: Quote, outputs: Mapping[int, list[str]], ro
             return quote.file
         raise ValueError(f"claim {claim.id}: the line {quote.line!r} is no longer in {quote.file}")
     for i, texts in outputs.items():
-        if any(quote.line in t for t in texts):
+        if any(quote.line in t or quote.line in "\n".join(unwrapped(t)) for t in texts):
             return f"notebook {claim.notebook.split('_')[0]} cell {i}"
     raise ValueError(
         f"claim {claim.id}: the line {quote.line!r} is no longer in the committed output of notebooks/{claim.notebook}"
