@@ -19,7 +19,9 @@ CLAIMS = (
         "A reward that pays for something other than correctness gets gamed: reward up, accuracy down",
         "reward over-optimisation (Gao et al. 2022, arXiv:2210.10760)",
         "end-to-end",
-        "reproduced, and again on fresh seeds 20-22 (accuracy -0.350, CI -0.362..-0.338; the KL arm +0.068, CI +0.017..+0.118); a KL term slows the slide but does not stop it",
+        "reproduced (accuracy -34.4 points, shown; scratchpad share -69.5, shown), and again on fresh seeds 20-22 (accuracy -0.350, CI "
+        "-0.362..-0.338; the KL arm +0.068, CI +0.017..+0.118); a KL term slows the slide but does not stop it (beta 0.5: +6.4 points over "
+        "the gamed run, still -28.0 against the baseline, both shown)",
         **NB06,
         figure="notebooks/06_troubleshooting.ipynb#cell-10",
         arms={"baseline": ("grpo", {}), "a_concise": ("grpo", {}), "a_concise_kl": ("grpo", {"kl_coef": 0.5})},
@@ -49,7 +51,11 @@ CLAIMS = (
         "A length-biased reward makes length run away; overlong shaping holds it",
         DAPO,
         "end-to-end",
-        "reproduced on seeds 0-2 (shaping holds length; it cannot make a reward that ignores correctness teach it); on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely moved), so the interval includes 0: within noise there",
+        "the runaway reproduced on seeds 0-2 (length +11.4 tokens, cut-off answers +33.8 points, both shown), the hold not shown: overlong "
+        "shaping cut the cut-off answers (-33.4 points, shown) but its length (-9.65 tokens, could see >= 10) and its accuracy (+14.6 points, "
+        "could see >= 34.4; still -35.9 against the baseline, shown) are within noise, and no shaping makes a reward that ignores correctness "
+        "teach it; on fresh seeds 20-22 length grew in all three runs but by +3 to +24 tokens (one ran away to 80% truncated, one barely "
+        "moved), so the interval includes 0: within noise there",
         **NB06,
         figure="notebooks/06_troubleshooting.ipynb#cell-14",
         arms={
@@ -85,7 +91,11 @@ CLAIMS = (
         "A hard push (no KL, lr 2e-4, 4 minibatches) collapses entropy; an entropy monitor fixes it",
         DAPO,
         "end-to-end",
-        "partial: a small entropy drop and an accuracy cost reproduce; collapse in the strong sense and the monitor's fix do not at this scale (fresh seeds 20-22: the accuracy cost again, -0.100, CI -0.187..-0.013; the entropy drop within noise there, -0.006, CI -0.020..+0.009; the monitor changes nothing)",
+        "partial: the push's accuracy cost reproduces (-9.5 points, shown; pass@4 -14.0, shown), its entropy drop does not (-0.00795 nats, "
+        "within noise, could see >= 0.0144: no collapse shown), and the monitor's fix is not shown (test entropy -0.00385 against the push, "
+        "could see >= 0.00664; accuracy +3.3 points, could see >= 10.9); fresh seeds 20-22 gave the same (the accuracy cost again, -0.100, "
+        "CI -0.187..-0.013; the entropy drop within noise, -0.006, CI -0.020..+0.009; the monitor within noise of the push, -0.0003, CI "
+        "-0.013..+0.012)",
         **NB06,
         figure="notebooks/06_troubleshooting.ipynb#cell-20",
         arms={
@@ -127,7 +137,7 @@ CLAIMS = (
         arms={"grpo": ("grpo", {}), "ppo": ("ppo", {})},
         expects=(Expect("ppo", "step_seconds", +1, tail=40),),
         quotes=(
-            Quote("x GRPO                      1.004    3.338     1.000     1.266"),
+            Quote("x GRPO                      1.005     4.146     1.000     1.420"),
             Quote("MB weights+grads+AdamW (fp32)      13.2     29.7     16.5     13.2"),
         ),
     ),
