@@ -171,6 +171,8 @@ def answer_kinds(table: pd.DataFrame) -> pd.DataFrame:
       kind's answers of the value at the answer's first token, where the state is the prompt;
     * ``share of kl`` and ``share of kl_loss``: the kind's share of the token-mean of k3 and of its
       seq-mean-token-mean.
+
+    A kind with no answer (e.g. no direct answer in a small sample) gets NaN means and shares of 0.
     """
     a = table.attrs["answers"]
     k3_mean = a.k3 / a.tokens
@@ -180,8 +182,8 @@ def answer_kinds(table: pd.DataFrame) -> pd.DataFrame:
             kind: {
                 "answers": int(sel.sum()),
                 "tokens per answer": a.tokens[sel].mean(),
-                "k3, token-mean": a.k3[sel].sum() / a.tokens[sel].sum(),
-                "exact KL, token-mean": a.exact[sel].sum() / a.tokens[sel].sum(),
+                "k3, token-mean": a.k3[sel].sum() / a.tokens[sel].sum() if sel.any() else float("nan"),
+                "exact KL, token-mean": a.exact[sel].sum() / a.tokens[sel].sum() if sel.any() else float("nan"),
                 "k3, answer-mean": k3_mean[sel].mean(),
                 "k3, first token": a.k3_first[sel].mean(),
                 "k3 no clamp, first token": a.k3_no_clamp_first[sel].mean(),
