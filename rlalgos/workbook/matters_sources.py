@@ -84,3 +84,53 @@ def quoted_where(file: str, line: str, root: Path) -> str:
         raise ValueError(f"the line {line!r} is no longer in the committed output of {file}")
     if line in path.read_text(encoding="utf-8"):
         return file
+
+
+def printed_cell(file: str, row: str, column: str, root: Path) -> tuple[float, str]:
+    """One number of a table a notebook printed (pandas' text layout: values right-aligned under their
+    column's name): the value in the row whose first word is ``row``, under the column named ``column``,
+    read from the committed output of ``file`` (a notebook under the checkout ``root``), with its citation
+    ``file cell i``. ValueError once no committed table has that row and column."""
+    for i, texts in cell_outputs(Path(root) / file).items():
+        for text in texts:
+            lines = text.splitlines()
+            for j, head in enumerate(lines):
+                at = head.find(column)
+                if at < 0:
+                    continue
+                end = at + len(column)
+                for line in lines[j + 1 :]:
+                    if not line.strip():
+                        break
+                    if line.split()[0] != row:
+                        continue
+                    hits = [m.group() for m in re.finditer(r"\S+", line) if m.end() == end]
+                    if hits:
+                        return float(hits[0]), f"{file} cell {i}"
+    raise ValueError(f"no committed table of {file} has the row {row!r} under the column {column!r}")
+
+
+def setting(record: Mapping, key: str) -> str:
+    """One setting of a published record's ``regime`` text (``"task trap, ..., prompts_per_step 16, ..."``)."""
+    for part in record["regime"].split(", "):
+        name, _, value = part.partition(" ")
+        if name == key:
+            return value
+    raise ValueError(f"the record {record.get('id', '?')!r} names no {key!r} in its regime")
+
+
+def trap_answer_counts(records: Mapping[str, dict], root: Path) -> dict:
+    """Answers per training step in notebook 09's trap, for the matched-answers arm of the claim
+    ``dynamic-sampling-carries-dapo``: ``group_size``, vanilla GRPO's ``vanilla_prompts`` (the regime's),
+    the matched arm's ``matched_prompts`` (its own setting), and ``dapo_drawn``, the answers DAPO drew a
+    step with dynamic sampling's refills (notebook 09b's cost table, its "answers drawn" column),
+    with ``cite``, that table's notebook and cell."""
+    rec = records["dynamic-sampling-carries-dapo"]
+    drawn, cite = printed_cell("notebooks/09b_pass_at_k_and_dapo.ipynb", "dapo", "answers drawn", root)
+    return {
+        "group_size": int(setting(rec, "group_size")),
+        "vanilla_prompts": int(setting(rec, "prompts_per_step")),
+        "matched_prompts": int(rec["arms"]["vanilla_36_prompts"][2]["prompts_per_step"]),
+        "dapo_drawn": drawn,
+        "cite": cite,
+    }
