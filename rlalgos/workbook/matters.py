@@ -553,7 +553,8 @@ TRICKS: tuple[Trick, ...] = (
         fires="rare",
         read="mismatch_ratio_beyond_2, rollout_is_clip_frac",
         when="the sampler and the trainer disagree on many tokens (a separate inference engine): here they rarely did;"
-        " its gain against the stale sampler was shown, narrowly, while it moved most weights only slightly",
+        " its gain against the stale sampler was shown, narrowly; it capped 0.0003 of tokens, and how far it moved"
+        " the other weights is not printed",
     ),
     Trick(
         "MIS (masked IS)",
