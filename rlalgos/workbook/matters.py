@@ -264,7 +264,7 @@ TRICKS: tuple[Trick, ...] = (
                 "{0} of answers cut at the limit (the penalty starts before it)",
                 "notebook 06's length-biased reward, 3 seeds",
                 file="notebooks/06_troubleshooting.ipynb",
-                line="truncated_frac  c_verbose - baseline = +33.8 points (0.338 vs 0.000; 95% CI",  # the first printed line of a wrapped verdict
+                line="truncated_frac  c_verbose - baseline = +33.8 points (0.338 vs 0.000; 95% CI +15.6..+51.9, 3 seeds; detectable >= 18.1) -> shown",
                 pattern=r"points \(([\d.]+) vs",
             ),
         ),

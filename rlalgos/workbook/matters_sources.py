@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from .claims import cell_outputs
+from .claims.scrape import printed_in
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,12 @@ class Measured:
 
 def quoted_where(file: str, line: str, root: Path) -> str:
     """``file`` (a path under the checkout ``root``; for a notebook, with the cell) where ``line`` is
-    committed; ValueError if it is not."""
+    committed (in a notebook's outputs, a verdict line the cell wrapped counts whole:
+    :func:`~rlalgos.workbook.claims.scrape.printed_in`); ValueError if it is not."""
     path = Path(root) / file
     if path.suffix == ".ipynb":
         for i, texts in cell_outputs(path).items():
-            if any(line in t for t in texts):
+            if printed_in(texts, line):
                 return f"{file} cell {i}"
         raise ValueError(f"the line {line!r} is no longer in the committed output of {file}")
     if line in path.read_text(encoding="utf-8"):

@@ -60,6 +60,12 @@ def unwrapped(text: str) -> list[str]:
     return out
 
 
+def printed_in(texts: Sequence[str], line: str) -> bool:
+    """Whether ``line`` is printed in one of ``texts`` (a cell's outputs): as it stands, or as a verdict line
+    that the cell wrapped for the page (:func:`unwrapped`)."""
+    return any(line in t or line in "\n".join(unwrapped(t)) for t in texts)
+
+
 def effect_lines_in(texts: Sequence[str]) -> list[dict]:
     """The paired-effect lines in some printed text (wrapped ones joined back, :func:`unwrapped`), parsed:
     :func:`~rlalgos.workbook.stats.verdict_line`'s (points read back as proportions; means None where the line
@@ -115,7 +121,7 @@ def _find_quote(claim: Claim, quote: Quote, outputs: Mapping[int, list[str]], ro
             return quote.file
         raise ValueError(f"claim {claim.id}: the line {quote.line!r} is no longer in {quote.file}")
     for i, texts in outputs.items():
-        if any(quote.line in t or quote.line in "\n".join(unwrapped(t)) for t in texts):
+        if printed_in(texts, quote.line):
             return f"notebook {claim.notebook.split('_')[0]} cell {i}"
     raise ValueError(
         f"claim {claim.id}: the line {quote.line!r} is no longer in the committed output of notebooks/{claim.notebook}"
