@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from ..tasks import uses_scratchpad
-from .kl_estimators import EXACT, FORWARD, PER_ROLLOUT, measured_rollouts, per_rollout, summarize
+from .kl_estimators import EXACT, FORWARD, PER_ROLLOUT, _cos, measured_rollouts, per_rollout, summarize
 from .stats import paired_values
 
 EVAL_SETTINGS = ("eval_every", "eval_prompts", "eval_samples")
@@ -53,12 +53,6 @@ def training_run(cfg, algo_cfg) -> str:
         cfg = replace(cfg, **{k: train[k] for k in EVAL_SETTINGS if k in train})
     (run_dir,) = run_or_reuse([(cfg, algo_cfg)], jobs=1, progress=False)
     return run_dir
-
-
-def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    na, nb = a.norm().item(), b.norm().item()
-    return float("nan") if na == 0 or nb == 0 else float(a @ b) / (na * nb)
 
 
 def kl_rollouts(*args, **kwargs) -> pd.DataFrame:

@@ -198,6 +198,9 @@ PROPORTION_LIMITS = (0.0, 1.0)
 COST = "cost"
 """The pseudo-metric of a cost panel: mean seconds per training step of each group, as bars."""
 
+FEW_POINTS = 5
+"""A curve with fewer evaluations than this is drawn as dots, and its seeds' range as a bar at each dot."""
+
 LINESTYLES = ("-", "--", ":", "-.")
 """One per group in turn, so that groups whose curves coincide (e.g. three at clip fraction 0) all stay visible."""
 
@@ -314,8 +317,8 @@ def plot_runs(
                 mean, lo, hi = (np.clip(v, *PROPORTION_LIMITS) for v in (mean, lo, hi))
             style = dict(ls=LINESTYLES[i % len(LINESTYLES)], lw=max(2.2 - 0.3 * i, 1.4))
             if key.startswith("eval"):
-                style.update({"marker": "o", "ms": 3, **({"ls": "none", "ms": 5} if len(x) < 5 else {})})
-                dots = dots or len(x) < 5
+                style.update({"marker": "o", "ms": 3, **({"ls": "none", "ms": 5} if len(x) < FEW_POINTS else {})})
+                dots = dots or len(x) < FEW_POINTS
             n = eval_sample_count(dfs[0], key) if len(dfs) == 1 else None
             if n:
                 se = np.sqrt(np.clip(mean * (1 - mean), 0, None) / n)
@@ -324,7 +327,9 @@ def plot_runs(
                 errbars = True
             else:
                 ax.plot(x, mean, color=color, label=name, **style)
-            if len(dfs) > 1 and bands and len(x) < 5:  # a band between 2-4 points would invent what lies between
+            if (
+                len(dfs) > 1 and bands and len(x) < FEW_POINTS
+            ):  # a band between 2-4 points would invent what lies between
                 ax.vlines(x, lo, hi, color=color, alpha=0.5, lw=4)
                 range_bars = True
             elif len(dfs) > 1 and bands:
@@ -365,7 +370,7 @@ def plot_runs(
         fig.suptitle(title, y=1 + 0.02 / height, va="bottom", fontsize=11)
     if caption:
         several = any(len(dfs) > 1 for dfs in groups.values())
-        drawn = "lines (dots where a metric has fewer than 5 evaluations)" if dots else "lines"
+        drawn = f"lines (dots where a metric has fewer than {FEW_POINTS} evaluations)" if dots else "lines"
         text = (
             (
                 f"{drawn}: mean over seeds; {'bands (bars at dots)' if range_bars else 'bands'}: "
